@@ -1,0 +1,187 @@
+"""Writing tables and stage counts: atomic, deterministic, reconciled.
+
+Every stage ends with :func:`write_stage` (or the pieces it is made of): its Parquet tables,
+its rejection rows and a ``counts.json`` holding ``in``, ``kept`` and ``rejected`` by reason.
+``in == kept + sum(rejected.values())`` is checked before anything is written, so a stage that
+loses an item fails loudly instead of publishing counts that do not add up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pmcflow import schema as S
+
+PARQUET_KW: dict[str, Any] = {"compression": "zstd", "use_dictionary": True, "write_statistics": True}
+
+
+class CountsMismatch(RuntimeError):
+    """Raised when a stage's counts do not reconcile (in != kept + rejected)."""
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it over ``path`` only on success.
+
+    A reader never sees a half-written file, and a crash leaves at most a ``.tmp-*`` file that
+    is not the output's name.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kw: Any) -> Iterator[IO[Any]]:
+    with atomic_path(path) as tmp, open(tmp, mode, **kw) as fh:
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write JSON deterministically (sorted keys, fixed separators, trailing newline)."""
+    with atomic_open(path, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True, ensure_ascii=False)
+        fh.write("\n")
+
+
+def to_table(rows: Sequence[Mapping[str, Any]] | pa.Table, schema: pa.Schema) -> pa.Table:
+    """Build a table with exactly ``schema``'s columns (missing keys become null)."""
+    if isinstance(rows, pa.Table):
+        return rows.select(schema.names).cast(schema)
+    cols = {name: [r.get(name) for r in rows] for name in schema.names}
+    return pa.table(cols, schema=schema)
+
+
+def write_table(
+    rows: Sequence[Mapping[str, Any]] | pa.Table, schema: pa.Schema, path: str | os.PathLike[str]
+) -> pa.Table:
+    """Write rows as Parquet with ``schema``, atomically.  Returns the table written."""
+    table = to_table(rows, schema)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, **PARQUET_KW)
+    return table
+
+
+def read_table(path: str | os.PathLike[str], schema: pa.Schema | None = None) -> pa.Table:
+    table = pq.read_table(path)
+    if schema is not None:
+        table = table.select(schema.names).cast(schema)
+    return table
+
+
+def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    return pq.read_table(path).to_pylist()
+
+
+@dataclass
+class Rejections:
+    """Collects rejection rows for one stage (and chunk)."""
+
+    stage: str
+    chunk: str | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, item_id: str, reason: str, detail: str = "", pmcid: str | None = None) -> None:
+        self.rows.append(
+            {
+                "stage": self.stage,
+                "chunk": self.chunk,
+                "item_id": item_id,
+                "pmcid": pmcid,
+                "reason": reason,
+                "detail": (detail or "")[:2000],
+            }
+        )
+
+    def extend(self, other: Iterable[Mapping[str, Any]]) -> None:
+        self.rows.extend(dict(r) for r in other)
+
+    def by_reason(self) -> Counter[str]:
+        return Counter(r["reason"] for r in self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def write(self, path: str | os.PathLike[str]) -> pa.Table:
+        return write_table(self.rows, S.REJECTIONS, path)
+
+
+def counts_record(
+    stage: str,
+    n_in: int,
+    n_kept: int,
+    rejected: Mapping[str, int],
+    *,
+    chunk: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build (and check) a counts record: ``in == kept + sum(rejected)``."""
+    n_rej = int(sum(rejected.values()))
+    if n_in != n_kept + n_rej:
+        raise CountsMismatch(
+            f"{stage}{'/' + chunk if chunk else ''}: in={n_in} but kept={n_kept} + rejected={n_rej}"
+            f" ({dict(rejected)})"
+        )
+    rec: dict[str, Any] = {
+        "stage": stage,
+        "in": int(n_in),
+        "kept": int(n_kept),
+        "rejected": {k: int(v) for k, v in sorted(rejected.items())},
+    }
+    if chunk is not None:
+        rec["chunk"] = chunk
+    if extra:
+        rec["extra"] = dict(extra)
+    return rec
+
+
+def write_counts(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
+    write_json(path, dict(record))
+
+
+def read_counts(path: str | os.PathLike[str]) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def merge_counts(stage: str, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Sum per-chunk counts into one record for the stage (with the per-chunk detail kept)."""
+    n_in = n_kept = 0
+    rejected: Counter[str] = Counter()
+    extra: Counter[str] = Counter()
+    chunks: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        n_in += int(rec["in"])
+        n_kept += int(rec["kept"])
+        rejected.update({k: int(v) for k, v in rec.get("rejected", {}).items()})
+        for k, v in (rec.get("extra") or {}).items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                extra[k] += v
+        if "chunk" in rec:
+            chunks[str(rec["chunk"])] = {"in": rec["in"], "kept": rec["kept"]}
+    out = counts_record(stage, n_in, n_kept, rejected, extra=dict(sorted(extra.items())) or None)
+    out["chunks"] = dict(sorted(chunks.items()))
+    out["n_chunks"] = len(chunks)
+    return out
