@@ -20,6 +20,16 @@ def register(name: str, module: str, func: str, help_: str) -> None:
 
 
 register("jats", "pmcflow.jats", "cli", "Parse JATS files; print one JSON object per figure.")
+register("parse-chunk", "pmcflow.jats", "cli_parse_chunk", "Parse one acquired chunk into articles/figures/mentions tables.")
+register("list-articles", "pmcflow.pmc.stage", "cli_list", "Enumerate article versions from the source and assign chunks.")
+register("acquire-chunk", "pmcflow.pmc.stage", "cli_acquire", "Download and verify the articles of one chunk.")
+register("serve-mock", "pmcflow.pmc.mockserver", "cli", "Serve a PMC layout over loopback HTTP, optionally injecting faults.")
+register("build-demo-corpus", "pmcflow.synth.democorpus", "cli", "Rebuild the embedded demo corpus (cloud + legacy layouts).")
+register("render", "pmcflow.synth.render", "cli", "Render synthetic compound figures with COCO/YOLO annotations.")
+register("train-detector", "pmcflow.detect.cli", "train", "Train a subfigure detector backend.")
+register("detect", "pmcflow.detect.cli", "detect", "Detect subfigures; write COCO results json.")
+register("eval-boxes", "pmcflow.detect.cli", "eval_boxes", "COCO mAP and F1@0.5 of predictions against ground truth.")
+register("split-caption", "pmcflow.enrich.subcaption", "cli", "Split captions (JSON lines on stdin) into labelled segments.")
 
 
 def _usage() -> str:

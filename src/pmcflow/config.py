@@ -1,0 +1,126 @@
+"""Configuration: load YAML, validate against ``config/schema/config.schema.yaml``, fill defaults.
+
+Snakemake validates with ``snakemake.utils.validate`` (rules/common.smk); the CLI and the tests use
+:func:`load_config`, which applies the same schema with the same default-filling semantics, so a
+stage function sees the same dict whether it is called from a rule or from the command line.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_RELPATH = Path("config/schema/config.schema.yaml")
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message says where and why."""
+
+
+def _schema_path() -> Path:
+    """The schema shipped with the workflow (repo checkout) or inside the package."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent / SCHEMA_RELPATH
+        if cand.is_file():
+            return cand
+    res = resources.files("pmcflow") / "data" / "config.schema.yaml"
+    return Path(str(res))
+
+
+def load_schema() -> dict[str, Any]:
+    with open(_schema_path(), encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _fill_defaults(instance: Any, schema: Mapping[str, Any]) -> Any:
+    """Fill ``default`` values of object properties recursively (what snakemake's validate does)."""
+    if not isinstance(instance, dict) or schema.get("type") != "object":
+        return instance
+    for key, sub in (schema.get("properties") or {}).items():
+        if key not in instance and "default" in sub:
+            instance[key] = copy.deepcopy(sub["default"])
+        if key in instance:
+            instance[key] = _fill_defaults(instance[key], sub)
+    return instance
+
+
+def deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``override`` into a copy of ``base`` (dicts recursively, everything else replaced)."""
+    out = copy.deepcopy(base)
+    for k, v in override.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """``a.b.c=value`` -> ``{"a": {"b": {"c": value}}}`` with ``value`` parsed as YAML."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} is not KEY=VALUE")
+    key, _, raw = text.partition("=")
+    value: Any = yaml.safe_load(raw) if raw != "" else ""
+    out: dict[str, Any] = {}
+    cur = out
+    parts = key.strip().split(".")
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[parts[-1]] = value
+    return out
+
+
+def validate(config: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``config`` in place (defaults filled) and return it."""
+    schema = load_schema()
+    _fill_defaults(config, schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        msgs = [f"  {'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
+        raise ConfigError("invalid configuration:\n" + "\n".join(msgs))
+    return config
+
+
+def load_config(
+    paths: Iterable[str | os.PathLike[str]] = (),
+    overrides: Iterable[str] | Mapping[str, Any] = (),
+) -> dict[str, Any]:
+    """Load and merge YAML files in order, apply overrides, validate, fill defaults."""
+    config: dict[str, Any] = {}
+    for p in paths:
+        with open(p, encoding="utf-8") as fh:
+            loaded = yaml.safe_load(fh) or {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: top level must be a mapping")
+        config = deep_merge(config, loaded)
+    if isinstance(overrides, Mapping):
+        config = deep_merge(config, overrides)
+    else:
+        for ov in overrides:
+            config = deep_merge(config, parse_override(ov))
+    return validate(config)
+
+
+def add_config_args(parser: Any) -> None:
+    """Standard ``--config FILE`` (repeatable) and ``--set KEY=VALUE`` options for subcommands."""
+    parser.add_argument(
+        "--config", "-c", action="append", default=[], metavar="FILE",
+        help="YAML config file (repeatable; later files override earlier ones).",
+    )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+        help="Override one key, e.g. --set source.backend=local (repeatable).",
+    )
+
+
+def config_from_args(args: Any) -> dict[str, Any]:
+    return load_config(args.config, args.overrides)
