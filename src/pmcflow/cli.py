@@ -29,6 +29,7 @@ register("render", "pmcflow.synth.render", "cli", "Render synthetic compound fig
 register("train-detector", "pmcflow.detect.cli", "train", "Train a subfigure detector backend.")
 register("detect", "pmcflow.detect.cli", "detect", "Detect subfigures; write COCO results json.")
 register("eval-boxes", "pmcflow.detect.cli", "eval_boxes", "COCO mAP and F1@0.5 of predictions against ground truth.")
+register("outputs", "pmcflow.outputs", "cli", "Show where a run's outputs are and what each stage kept/rejected.")
 register("split-caption", "pmcflow.enrich.subcaption", "cli", "Split captions (JSON lines on stdin) into labelled segments.")
 
 

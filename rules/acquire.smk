@@ -1,0 +1,76 @@
+# Stage 1: acquire PMC OA article versions (cloud / legacy FTP / local mirror).
+
+
+checkpoint list_articles:
+    output:
+        listing=f"{RESULTS}/listing/listing.parquet",
+        chunks=f"{RESULTS}/listing/chunks.json",
+        rejections=f"{RESULTS}/listing/rejections.parquet",
+        counts=f"{RESULTS}/listing/counts.json",
+    params:
+        source=config["source"],
+        select=config["select"],
+        chunking=config["chunking"],
+        code=code_version("pmc", "chunks.py"),
+    log:
+        f"{LOGS}/acquire/list_articles.log",
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    conda:
+        ENV
+    script:
+        "../scripts/list_articles.py"
+
+
+rule acquire_chunk:
+    input:
+        # The listing changes whenever any chunk changes; a chunk reruns only when its own
+        # rows do (params.digest), hence ancient().
+        listing=ancient(f"{RESULTS}/listing/listing.parquet"),
+    output:
+        articles=f"{RESULTS}/acquire/{{chunk}}/articles.parquet",
+        rejections=f"{RESULTS}/acquire/{{chunk}}/rejections.parquet",
+        counts=f"{RESULTS}/acquire/{{chunk}}/counts.json",
+    params:
+        digest=lambda wc: chunk_digest(wc.chunk),
+        select=config["select"],
+        cache=f"{RESOURCES}/pmc",
+        code=code_version("pmc"),
+    log:
+        f"{LOGS}/acquire/{{chunk}}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=720,
+    conda:
+        ENV
+    script:
+        "../scripts/acquire_chunk.py"
+
+
+rule acquire_summary:
+    input:
+        counts=per_chunk(f"{RESULTS}/acquire/{{chunk}}/counts.json"),
+        rejections=per_chunk(f"{RESULTS}/acquire/{{chunk}}/rejections.parquet"),
+        listing_counts=f"{RESULTS}/listing/counts.json",
+        listing_rejections=f"{RESULTS}/listing/rejections.parquet",
+    output:
+        counts=f"{RESULTS}/acquire/counts.json",
+        rejections=f"{RESULTS}/acquire/rejections.parquet",
+    params:
+        stage="acquire",
+    log:
+        f"{LOGS}/acquire/summary.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        ENV
+    script:
+        "../scripts/merge_stage.py"
+
+
+FINAL_TARGETS.append(f"{RESULTS}/acquire/counts.json")

@@ -1,0 +1,66 @@
+# Shared by every stage: config validation, paths, wildcard constraints, input functions.
+import hashlib
+import json
+from pathlib import Path
+
+from snakemake.utils import validate
+
+
+validate(config, schema="../config/schema/config.schema.yaml")
+
+RESULTS = config["paths"]["results"]
+RESOURCES = config["paths"]["resources"]
+LOGS = config["paths"]["logs"]
+ENV = "../envs/pmcflow.yaml"
+SRC = Path(workflow.basedir) / "src" / "pmcflow"
+
+
+wildcard_constraints:
+    chunk=r"c\d{6}",
+
+
+# Targets each stage contributes to `rule all`; every rules/*.smk appends its aggregates.
+FINAL_TARGETS = []
+
+
+def all_targets(wildcards):
+    return list(FINAL_TARGETS)
+
+
+def code_version(*modules):
+    """sha256 of the package modules a stage runs (files or directories under src/pmcflow).
+
+    Used as a rule param so that editing a stage's code reruns that stage (and its descendants)
+    and nothing else: the rule scripts are thin, so Snakemake's own code trigger would not see it.
+    """
+    h = hashlib.sha256()
+    for mod in modules:
+        path = SRC / mod
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            h.update(str(f.relative_to(SRC)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def listed_chunks():
+    """Chunk ids from the listing checkpoint (re-evaluated after it runs)."""
+    manifest = checkpoints.list_articles.get().output.chunks
+    with open(manifest) as fh:
+        return sorted(json.load(fh)["chunks"])
+
+
+def chunk_digest(chunk):
+    """Content digest of one chunk's listing rows: a changed chunk reruns, an unchanged one does not."""
+    manifest = checkpoints.list_articles.get().output.chunks
+    with open(manifest) as fh:
+        return json.load(fh)["chunks"][chunk]["digest"]
+
+
+def per_chunk(pattern):
+    """Input function: `pattern` (with {chunk}) expanded over every listed chunk."""
+
+    def _inputs(wildcards):
+        return expand(pattern, chunk=listed_chunks())
+
+    return _inputs

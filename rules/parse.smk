@@ -1,0 +1,49 @@
+# Stage 2: parse JATS into articles, figures and in-text figure mentions.
+
+
+rule parse_chunk:
+    input:
+        acquired=f"{RESULTS}/acquire/{{chunk}}/articles.parquet",
+    output:
+        articles=f"{RESULTS}/parse/{{chunk}}/articles.parquet",
+        figures=f"{RESULTS}/parse/{{chunk}}/figures.parquet",
+        mentions=f"{RESULTS}/parse/{{chunk}}/mentions.parquet",
+        rejections=f"{RESULTS}/parse/{{chunk}}/rejections.parquet",
+        counts=f"{RESULTS}/parse/{{chunk}}/counts.json",
+    params:
+        parse=config["parse"],
+        code=code_version("jats.py"),
+    log:
+        f"{LOGS}/parse/{{chunk}}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        ENV
+    script:
+        "../scripts/parse_chunk.py"
+
+
+rule parse_summary:
+    input:
+        counts=per_chunk(f"{RESULTS}/parse/{{chunk}}/counts.json"),
+        rejections=per_chunk(f"{RESULTS}/parse/{{chunk}}/rejections.parquet"),
+    output:
+        counts=f"{RESULTS}/parse/counts.json",
+        rejections=f"{RESULTS}/parse/rejections.parquet",
+    params:
+        stage="parse",
+    log:
+        f"{LOGS}/parse/summary.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        ENV
+    script:
+        "../scripts/merge_stage.py"
+
+
+FINAL_TARGETS.append(f"{RESULTS}/parse/counts.json")

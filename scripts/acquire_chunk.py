@@ -1,0 +1,17 @@
+"""Rule acquire_chunk: download and verify one chunk's articles (pmcflow.pmc.stage)."""
+from pathlib import Path
+
+from pmcflow.workflow import log_to_file
+
+log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+
+from pmcflow.pmc.stage import acquire_chunk  # noqa: E402
+
+sm = snakemake  # noqa: F821
+acquire_chunk(
+    sm.config,
+    sm.wildcards.chunk,
+    sm.input.listing,
+    str(Path(sm.output.articles).parent),
+    sm.params.cache,
+)

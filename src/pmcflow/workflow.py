@@ -1,0 +1,72 @@
+"""Glue used by the thin rule scripts in ``scripts/``: logging to the rule's log, stage merges."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pmcflow import schema as S
+from pmcflow import tables
+
+
+def log_to_file(path: str | os.PathLike[str] | None, level: int = logging.INFO) -> None:
+    """Send stderr and the logging module to the rule's log file (Snakemake convention)."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives for the process
+        sys.stderr = fh
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+
+
+def concat_parquet(paths: Iterable[str | os.PathLike[str]], schema: pa.Schema, out: str | os.PathLike[str]) -> int:
+    """Concatenate Parquet files with one schema into ``out`` (streaming, atomic). Returns rows."""
+    n = 0
+    with tables.atomic_path(out) as tmp:
+        with pq.ParquetWriter(tmp, schema, **tables.PARQUET_KW) as writer:
+            for p in paths:
+                t = tables.read_table(p, schema)
+                if t.num_rows:
+                    writer.write_table(t)
+                    n += t.num_rows
+    return n
+
+
+def merge_stage(
+    stage: str,
+    counts_paths: Iterable[str | os.PathLike[str]],
+    rejection_paths: Iterable[str | os.PathLike[str]],
+    out_counts: str | os.PathLike[str],
+    out_rejections: str | os.PathLike[str],
+    upstream: Mapping[str, str | os.PathLike[str]] | None = None,
+) -> dict[str, Any]:
+    """Merge per-chunk counts and rejections of one stage into stage-level files.
+
+    ``upstream`` names extra counts files (e.g. the listing) recorded under ``"upstream"``.
+    The merged rejections must match the merged counts reason by reason.
+    """
+    counts_paths = list(counts_paths)
+    records = [tables.read_counts(p) for p in counts_paths]
+    merged = tables.merge_counts(stage, records)
+    if upstream:
+        merged["upstream"] = {name: tables.read_counts(p) for name, p in sorted(upstream.items())}
+    n_rej = concat_parquet(rejection_paths, S.REJECTIONS, out_rejections)
+    chunk_rejected = sum(merged["rejected"].values())
+    extra = sum(sum(r.get("rejected", {}).values()) for r in (merged.get("upstream") or {}).values())
+    if n_rej != chunk_rejected + extra:
+        raise tables.CountsMismatch(
+            f"{stage}: {n_rej} rejection rows but counts say {chunk_rejected} (+{extra} upstream)"
+        )
+    tables.write_counts(out_counts, merged)
+    return merged
