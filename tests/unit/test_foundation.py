@@ -1,0 +1,112 @@
+"""Tables, counts reconciliation, config validation, stage merging."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pmcflow import schema as S
+from pmcflow import tables
+from pmcflow.config import ConfigError, load_config, parse_override
+from pmcflow.workflow import merge_stage
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_write_table_fills_missing_columns_and_keeps_schema(tmp_path: Path) -> None:
+    rows = [{"stage": "parse", "item_id": "PMC1.1", "reason": "malformed_xml"}]
+    tables.write_table(rows, S.REJECTIONS, tmp_path / "r.parquet")
+    t = pq.read_table(tmp_path / "r.parquet")
+    assert t.schema.names == S.REJECTIONS.names
+    assert t.to_pylist()[0]["detail"] is None
+
+
+def test_write_table_is_byte_deterministic(tmp_path: Path) -> None:
+    rows = [{"stage": "s", "item_id": str(i), "reason": "r", "detail": "x" * i} for i in range(50)]
+    tables.write_table(rows, S.REJECTIONS, tmp_path / "a.parquet")
+    tables.write_table(rows, S.REJECTIONS, tmp_path / "b.parquet")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+
+
+def test_atomic_path_leaves_nothing_on_failure(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    with pytest.raises(RuntimeError), tables.atomic_path(target) as tmp:
+        tmp.write_text("partial")
+        raise RuntimeError("boom")
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_counts_must_reconcile() -> None:
+    rec = tables.counts_record("parse", 5, 3, {"malformed_xml": 2})
+    assert rec == {"stage": "parse", "in": 5, "kept": 3, "rejected": {"malformed_xml": 2}}
+    with pytest.raises(tables.CountsMismatch):
+        tables.counts_record("parse", 5, 3, {"malformed_xml": 1})
+
+
+def test_rejections_collector(tmp_path: Path) -> None:
+    rej = tables.Rejections("acquire", chunk="c000001")
+    rej.add("PMC1.1", "checksum_mismatch", "md5 abc != def", pmcid="PMC1")
+    rej.add("PMC2.1", "checksum_mismatch")
+    rej.add("PMC3.1", "xml_missing")
+    assert rej.by_reason() == {"checksum_mismatch": 2, "xml_missing": 1}
+    t = rej.write(tmp_path / "rej.parquet")
+    assert t.num_rows == 3 and set(t.column("chunk").to_pylist()) == {"c000001"}
+
+
+def _chunk(tmp: Path, name: str, n_in: int, kept: int, reasons: dict[str, int]) -> tuple[Path, Path]:
+    c = tmp / name
+    tables.write_counts(c / "counts.json", tables.counts_record("parse", n_in, kept, reasons, chunk=name))
+    rej = tables.Rejections("parse", chunk=name)
+    for reason, n in reasons.items():
+        for i in range(n):
+            rej.add(f"{name}-{i}", reason)
+    rej.write(c / "rejections.parquet")
+    return c / "counts.json", c / "rejections.parquet"
+
+
+def test_merge_stage_sums_and_checks(tmp_path: Path) -> None:
+    a = _chunk(tmp_path, "c000001", 4, 3, {"malformed_xml": 1})
+    b = _chunk(tmp_path, "c000002", 2, 0, {"malformed_xml": 1, "xml_too_large": 1})
+    empty = _chunk(tmp_path, "c000003", 0, 0, {})
+    merged = merge_stage(
+        "parse", [a[0], b[0], empty[0]], [a[1], b[1], empty[1]], tmp_path / "m.json", tmp_path / "m.parquet"
+    )
+    assert merged["in"] == 6 and merged["kept"] == 3
+    assert merged["rejected"] == {"malformed_xml": 2, "xml_too_large": 1}
+    assert merged["n_chunks"] == 3
+    assert pq.read_table(tmp_path / "m.parquet").num_rows == 3
+    assert json.loads((tmp_path / "m.json").read_text()) == merged
+
+
+def test_merge_stage_refuses_lost_rejection_rows(tmp_path: Path) -> None:
+    a = _chunk(tmp_path, "c000001", 4, 3, {"malformed_xml": 1})
+    (tmp_path / "c000001" / "rejections.parquet").unlink()
+    tables.Rejections("parse").write(tmp_path / "c000001" / "rejections.parquet")
+    with pytest.raises(tables.CountsMismatch):
+        merge_stage("parse", [a[0]], [a[1]], tmp_path / "m.json", tmp_path / "m.parquet")
+
+
+def test_config_defaults_and_overrides() -> None:
+    cfg = load_config([REPO / "config/config.yaml"], ["select.max_articles=7", "source.backend=ftp"])
+    assert cfg["select"]["max_articles"] == 7
+    assert cfg["source"]["backend"] == "ftp"
+    assert cfg["http"]["rate_limit_per_s"] == 3.0  # NCBI's limit is the default
+    assert cfg["paths"] == {"results": "results", "resources": "resources", "logs": "logs"}
+
+
+def test_config_rejects_unknown_and_bad_values() -> None:
+    with pytest.raises(ConfigError, match="source.backend"):
+        load_config([REPO / "config/config.yaml"], ["source.backend=gopher"])
+    with pytest.raises(ConfigError, match="Additional properties"):
+        load_config([], ["select.licence=CC BY"])
+    with pytest.raises(ConfigError):
+        parse_override("no-equals-sign")
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "demo.yaml"])
+def test_shipped_configs_validate(name: str) -> None:
+    load_config([REPO / "config" / name])
