@@ -148,6 +148,95 @@ MENTIONS = pa.schema(
     ]
 )
 
+# --------------------------------------------------------------------------------------
+# Decompose: one row per subfigure (a figure judged single-panel gives one row covering it)
+# --------------------------------------------------------------------------------------
+BBOX = pa.list_(pa.float32(), 4)  # [x, y, w, h] in pixels of the parent image
+
+SUBFIGURES = pa.schema(
+    [
+        pa.field("subfigure_uid", pa.string(), nullable=False),  # <figure_uid>/s<index>
+        pa.field("figure_uid", pa.string(), nullable=False),
+        pa.field("article_uid", pa.string(), nullable=False),
+        pa.field("pmcid", pa.string(), nullable=False),
+        pa.field("version", pa.int32(), nullable=False),
+        pa.field("chunk", pa.string(), nullable=False),
+        pa.field("graphic_index", pa.int32()),  # which graphic of the figure (usually 0)
+        pa.field("subfigure_index", pa.int32()),  # reading order (rows, then columns)
+        pa.field("image_path", pa.string()),  # the parent figure image
+        pa.field("image_width", pa.int32()),
+        pa.field("image_height", pa.int32()),
+        pa.field("bbox", BBOX),
+        pa.field("score", pa.float32()),
+        pa.field("is_single_panel", pa.bool_()),
+        pa.field("panel_label", pa.string()),  # lower-case letter ("a", "b"...), null if unknown
+        pa.field("label_source", pa.string()),  # detected-label | reading-order | single | null
+        pa.field("detector", pa.string()),  # backend + model name
+        pa.field("detector_checkpoint_sha256", pa.string()),
+        pa.field("crop_path", pa.string()),
+        pa.field("crop_format", pa.string()),  # png | jpeg-q95 ...
+        pa.field("crop_width", pa.int32()),
+        pa.field("crop_height", pa.int32()),
+    ]
+)
+
+# --------------------------------------------------------------------------------------
+# Enrich: subfigure + its text, with provenance of every generated field
+# --------------------------------------------------------------------------------------
+ENRICHED = pa.schema(
+    list(SUBFIGURES)
+    + [
+        pa.field("doi", pa.string()),
+        pa.field("pmid", pa.string()),
+        pa.field("license_code", pa.string()),
+        pa.field("is_retracted", pa.bool_()),
+        pa.field("figure_label", pa.string()),
+        pa.field("caption", pa.string()),
+        pa.field("subcaption", pa.string()),
+        pa.field("subcaption_source", pa.string()),  # rules | vlm | fallback-full
+        pa.field("subcaption_reason", pa.string()),  # why a fallback was used, else null
+        pa.field("subcaption_model", pa.string()),  # model id@revision, or "rules"
+        pa.field("subcaption_prompt_sha256", pa.string()),
+        pa.field("summary", pa.string()),
+        pa.field("summary_source", pa.string()),  # extractive | llm | none
+        pa.field("summary_reason", pa.string()),
+        pa.field("summary_model", pa.string()),
+        pa.field("summary_prompt_sha256", pa.string()),
+        pa.field("mention_uids", pa.list_(pa.string())),  # the in-text references used
+    ]
+)
+
+# --------------------------------------------------------------------------------------
+# Filter: the enriched rows that survive, with the evidence used to keep them
+# --------------------------------------------------------------------------------------
+DATASET = pa.schema(
+    list(ENRICHED)
+    + [
+        pa.field("modality", pa.string()),  # predicted modality class
+        pa.field("modality_score", pa.float32()),
+        pa.field("phash", pa.string()),  # 64-bit perceptual hash, hex
+    ]
+)
+
+# --------------------------------------------------------------------------------------
+# Shard index: one row per WebDataset sample
+# --------------------------------------------------------------------------------------
+SHARD_INDEX = pa.schema(
+    [
+        pa.field("key", pa.string(), nullable=False),  # __key__ inside the tar
+        pa.field("split", pa.string(), nullable=False),  # train | val | test
+        pa.field("shard", pa.string(), nullable=False),  # e.g. train-000003.tar
+        pa.field("subfigure_uid", pa.string(), nullable=False),
+        pa.field("article_uid", pa.string(), nullable=False),
+        pa.field("pmcid", pa.string(), nullable=False),
+        pa.field("image_ext", pa.string()),  # jpg | png
+        pa.field("image_sha256", pa.string()),
+        pa.field("text", pa.string()),  # the training text written to .txt
+        pa.field("license_code", pa.string()),
+        pa.field("modality", pa.string()),
+    ]
+)
+
 ALL_TABLES: dict[str, pa.Schema] = {
     "rejections": REJECTIONS,
     "listing": LISTING,
@@ -155,4 +244,8 @@ ALL_TABLES: dict[str, pa.Schema] = {
     "articles": ARTICLES,
     "figures": FIGURES,
     "mentions": MENTIONS,
+    "subfigures": SUBFIGURES,
+    "enriched": ENRICHED,
+    "dataset": DATASET,
+    "shard_index": SHARD_INDEX,
 }
