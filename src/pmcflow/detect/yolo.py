@@ -1,0 +1,212 @@
+"""``ultralytics``: YOLO built from a model yaml (no pretrained weights), trained offline.
+
+The model is ``yolov8n.yaml`` by default (``yolo11n.yaml``, ``yolov8s.yaml``... pick the scale by
+name).  ``train`` writes a ``data.yaml`` pointing at the datasets' ``images/`` folders (YOLO finds
+``labels/`` next to them), trains with ``ultralytics`` and copies the best weights to
+``<out>/model.pt``.  Extra ultralytics train arguments pass through as ``ultralytics.<arg>=value``.
+
+The library is kept offline: ``YOLO_OFFLINE=1``, ``YOLO_AUTOINSTALL=0`` and a private
+``YOLO_CONFIG_DIR`` (``$PMCFLOW_CACHE_DIR/ultralytics``, default ``~/.cache/pmcflow/ultralytics``)
+are set before it is imported unless the caller set them.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pmcflow.detect.base import (
+    DEFAULT_NMS_IOU,
+    DEFAULT_SCORE_THRESHOLD,
+    Box,
+    EvaluateMixin,
+    ImageInput,
+    Params,
+    Timer,
+    TrainResult,
+    as_rgb,
+    coerce_params,
+    read_dataset,
+    resolve_device,
+)
+
+DEFAULTS: dict[str, Any] = {
+    "model": "yolov8n.yaml",  # architecture yaml (scale in the name) or a .pt checkpoint to fine-tune
+    "imgsz": 480,
+    "epochs": 50,
+    "batch_size": 16,
+    "device": "auto",  # auto | cpu | cuda | 0 | 0,1
+    "workers": 4,
+    "amp": True,  # mixed precision (ultralytics only uses it on CUDA)
+    "seed": 0,
+    "lr0": 0.01,
+    "optimizer": "auto",
+    "patience": 50,
+    "mosaic": 0.0,  # mosaic crops panels mid-way; off by default for compound figures
+    "fliplr": 0.5,
+    "max_det": 100,
+    "plots": False,
+    "cache": False,  # "ram" caches decoded images
+}
+
+
+def ensure_offline_env() -> None:
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    os.environ.setdefault("YOLO_AUTOINSTALL", "0")
+    cache = Path(os.environ.get("PMCFLOW_CACHE_DIR", Path.home() / ".cache" / "pmcflow"))
+    cfg_dir = Path(os.environ.setdefault("YOLO_CONFIG_DIR", str(cache / "ultralytics")))
+    cfg_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _device(device: str) -> str:
+    dev = resolve_device(str(device))
+    return "0" if dev == "cuda" else dev.removeprefix("cuda:")
+
+
+def write_data_yaml(path: Path, train_dir: Path, val_dir: Path | None) -> Path:
+    import yaml
+
+    data = {
+        "train": str((Path(train_dir) / "images").resolve()),
+        "val": str((Path(val_dir or train_dir) / "images").resolve()),
+        "names": {0: "subfigure"},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=True), encoding="utf-8")
+    return path
+
+
+def _read_history(results_csv: Path) -> list[dict[str, Any]]:
+    if not results_csv.is_file():
+        return []
+    with open(results_csv, encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    out = []
+    for r in rows:
+        rec: dict[str, Any] = {}
+        for k, v in r.items():
+            k = k.strip()
+            try:
+                rec[k] = float(v)
+            except (TypeError, ValueError):
+                rec[k] = v
+        out.append(rec)
+    return out
+
+
+class UltralyticsDetector(EvaluateMixin):
+    name = "ultralytics"
+
+    def __init__(self, checkpoint: str | os.PathLike[str] | None = None, **params: Any) -> None:
+        self.params = coerce_params(DEFAULTS, params)
+        self._explicit = set(params)
+        self.checkpoint = None if checkpoint is None else Path(checkpoint)
+        if self.checkpoint is not None and self.checkpoint.is_dir():
+            self.checkpoint = self.checkpoint / "model.pt"
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            if self.checkpoint is None:
+                raise ValueError("the ultralytics backend needs --checkpoint (a trained model.pt) to predict")
+            if not self.checkpoint.is_file():
+                raise FileNotFoundError(f"ultralytics checkpoint not found: {self.checkpoint}")
+            ensure_offline_env()
+            from ultralytics import YOLO
+
+            self._model = YOLO(str(self.checkpoint))
+            if "imgsz" not in self._explicit:
+                train_args = (getattr(self._model, "ckpt", None) or {}).get("train_args", {})
+                self.params["imgsz"] = int(train_args.get("imgsz", self.params["imgsz"]))
+        return self._model
+
+    def train(self, train_dir: Path, val_dir: Path | None, out_dir: Path, params: Params) -> TrainResult:
+        p = coerce_params(DEFAULTS, {**self.params, **dict(params)})
+        ensure_offline_env()
+        from ultralytics import YOLO
+
+        out_dir = Path(out_dir).resolve()
+        data_yaml = write_data_yaml(
+            out_dir / "data.yaml", Path(train_dir), Path(val_dir) if val_dir else None
+        )
+        n_train = len(read_dataset(train_dir))
+        model = YOLO(str(p["model"]), task="detect")
+        device = _device(p["device"])
+        extra = {k.split(".", 1)[1]: v for k, v in p.items() if k.startswith("ultralytics.")}
+        args = {
+            "data": str(data_yaml),
+            "epochs": int(p["epochs"]),
+            "imgsz": int(p["imgsz"]),
+            "batch": int(p["batch_size"]),
+            "device": device,
+            "workers": int(p["workers"]),
+            "amp": bool(p["amp"]) and device != "cpu",
+            "seed": int(p["seed"]),
+            "deterministic": True,
+            "lr0": float(p["lr0"]),
+            "optimizer": str(p["optimizer"]),
+            "patience": int(p["patience"]),
+            "mosaic": float(p["mosaic"]),
+            "fliplr": float(p["fliplr"]),
+            "plots": bool(p["plots"]),
+            "cache": p["cache"],
+            "val": val_dir is not None,
+            "project": str(out_dir),
+            "name": "run",
+            "exist_ok": True,
+            "verbose": False,
+            "single_cls": True,
+            **extra,
+        }
+        with Timer() as t:
+            model.train(**args)
+        run_dir = out_dir / "run"
+        weights = run_dir / "weights"
+        best = weights / "best.pt" if (weights / "best.pt").is_file() else weights / "last.pt"
+        if not best.is_file():
+            raise RuntimeError(f"ultralytics training produced no weights in {weights}")
+        ckpt = out_dir / "model.pt"
+        shutil.copyfile(best, ckpt)
+        history = _read_history(run_dir / "results.csv")
+        ips = n_train * int(p["epochs"]) / t.seconds if t.seconds > 0 else 0.0
+        self.checkpoint, self._model, self.params = ckpt, None, p
+        return TrainResult(ckpt, history, ips, t.seconds, {k: v for k, v in p.items()})
+
+    def predict(
+        self,
+        images: Sequence[ImageInput],
+        score_threshold: float = DEFAULT_SCORE_THRESHOLD,
+        nms_iou: float = DEFAULT_NMS_IOU,
+        batch_size: int = 8,
+    ) -> list[list[Box]]:
+        model = self._load()
+        p = self.params
+        out: list[list[Box]] = []
+        for start in range(0, len(images), max(1, batch_size)):
+            batch = [as_rgb(im) for im in images[start : start + max(1, batch_size)]]
+            half = {"half": True} if bool(p["amp"]) and _device(p["device"]) != "cpu" else {}
+            results = model.predict(
+                source=batch,
+                imgsz=int(p["imgsz"]),
+                conf=float(score_threshold),
+                iou=float(nms_iou),
+                device=_device(p["device"]),
+                batch=len(batch),
+                max_det=int(p["max_det"]),
+                **half,
+                agnostic_nms=True,
+                verbose=False,
+            )
+            for res in results:
+                xyxy = res.boxes.xyxy.cpu().numpy().tolist()
+                conf = res.boxes.conf.cpu().numpy().tolist()
+                boxes = [
+                    Box(x0, y0, x1 - x0, y1 - y0, float(s))
+                    for (x0, y0, x1, y1), s in zip(xyxy, conf, strict=True)
+                ]
+                out.append(sorted(boxes, key=lambda b: -b.score))
+        return out
