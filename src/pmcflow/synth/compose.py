@@ -1,0 +1,362 @@
+"""Sample a figure specification and compose it into one compound image with its boxes.
+
+``sample_figure(rng, pool, ...)`` draws every random choice of one figure (layout, modalities,
+sources, crops, flips, colour jitter, label grammar/placement/font/colour, borders, background)
+into a JSON-able :class:`FigureSpec`; ``compose(spec, panels)`` is the deterministic drawing step
+(no randomness) and returns the image and one annotation per panel::
+
+    {"bbox": [x, y, w, h], "label": "b", "label_bbox": [x, y, w, h] | None,
+     "modality": "radiology", "source_id": "pydicom:CT_small.dcm"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from pmcflow.synth import labels as L
+from pmcflow.synth.layout import Layout, LayoutParams, sample_layout
+from pmcflow.synth.sources import SourcePool
+
+MIXED = "mixed"
+NO_FLIP_MODALITIES = frozenset({"plot"})
+
+
+@dataclass
+class LabelSpec:
+    text: str
+    x: int
+    y: int
+    font: str
+    size: int
+    color: tuple[int, int, int]
+    box: tuple[int, int, int, int] | None  # background box [x, y, w, h] (drawn under the text)
+    box_color: tuple[int, int, int] | None
+    bbox: tuple[int, int, int, int]  # tight box of what is drawn (text, or its background box)
+
+
+@dataclass
+class PanelSpec:
+    x: int
+    y: int
+    w: int
+    h: int
+    modality: str
+    source_id: str
+    crop: tuple[float, float, float, float]  # box in source pixels (l, t, r, b)
+    transpose: int | None  # a PIL Image.Transpose value, or None
+    jitter: tuple[float, float] | None  # (brightness offset, contrast gain)
+    border: tuple[int, tuple[int, int, int]] | None
+    label: LabelSpec | None
+    inset: dict[str, Any] | None = None  # zoomed inset: {"x","y","w","h","crop","border"}
+
+
+@dataclass
+class FigureSpec:
+    width: int
+    height: int
+    background: tuple[int, int, int]
+    figure_modality: str  # one modality or "mixed"
+    grammar: str | None
+    placement: str | None
+    layout: dict[str, Any]
+    panels: list[PanelSpec] = field(default_factory=list)
+
+    def to_record(self) -> dict[str, Any]:
+        d = asdict(self)
+        return d
+
+
+@dataclass(frozen=True)
+class FigureParams:
+    """Knobs of the sampler (defaults follow the Open-PMC-18M generator description)."""
+
+    layout: LayoutParams = LayoutParams()
+    unlabeled_rate: float = 0.08
+    label_box_rate: float = 0.35
+    border_rate: float = 0.2
+    jitter_rate: float = 0.3
+    flip_rate: float = 0.3
+    rotate_rate: float = 0.1
+    inset_rate: float = 0.35  # share of panels with an inset in an "inset" layout
+    min_crop: float = 0.55  # smallest crop side as a fraction of the largest same-aspect crop
+    backgrounds: tuple[tuple[tuple[int, int, int], float], ...] = (
+        ((255, 255, 255), 0.80),
+        ((0, 0, 0), 0.12),
+        ((240, 240, 240), 0.08),
+    )
+
+
+def _choice(rng: np.random.Generator, items: Sequence[Any]) -> Any:
+    return items[int(rng.integers(len(items)))]
+
+
+def _contrast(color: tuple[int, int, int]) -> tuple[int, int, int]:
+    lum = 0.299 * color[0] + 0.587 * color[1] + 0.114 * color[2]
+    return (0, 0, 0) if lum > 127 else (255, 255, 255)
+
+
+def _crop_box(
+    rng: np.random.Generator, sw: int, sh: int, aspect: float, min_crop: float
+) -> tuple[float, float, float, float]:
+    """A random crop of aspect ``aspect`` (w/h) inside a ``sw x sh`` source."""
+    if sw / sh > aspect:
+        cw, ch = sh * aspect, float(sh)
+    else:
+        cw, ch = float(sw), sw / aspect
+    s = float(rng.uniform(min_crop, 1.0))
+    cw, ch = cw * s, ch * s
+    x = float(rng.uniform(0, sw - cw))
+    y = float(rng.uniform(0, sh - ch))
+    return (round(x, 2), round(y, 2), round(x + cw, 2), round(y + ch, 2))
+
+
+def _label_font_size(rng: np.random.Generator, width: int, height: int) -> int:
+    s = min(width, height)
+    return int(rng.integers(max(9, round(0.026 * s)), max(11, round(0.055 * s)) + 1))
+
+
+def _text_size(font_name: str, size: int, text: str) -> tuple[int, int, int, int]:
+    """(offset_x, offset_y, w, h) of ``text``'s ink relative to the draw origin."""
+    l_, t, r, b = L.font(font_name, size).getbbox(text)
+    return l_, t, r - l_, b - t
+
+
+def _place_label(
+    text: str,
+    placement: str,
+    slot: tuple[int, int, int, int],
+    font_name: str,
+    size: int,
+    with_box: bool,
+    canvas: tuple[int, int],
+) -> tuple[int, int, tuple[int, int, int, int], tuple[int, int, int, int] | None]:
+    """Text origin, drawn bbox and optional background box for a label at ``placement``."""
+    x, y, w, h = slot
+    # never let the label dominate a small panel
+    ox, oy, tw, th = _text_size(font_name, size, text)
+    pad = max(1, size // 6) if with_box else 0
+    bw, bh = tw + 2 * pad, th + 2 * pad
+    inset = max(1, min(w, h) // 40)
+    if placement == "inside_tl":
+        bx, by = x + inset, y + inset
+    elif placement == "inside_tr":
+        bx, by = x + w - inset - bw, y + inset
+    elif placement == "inside_bl":
+        bx, by = x + inset, y + h - inset - bh
+    elif placement == "inside_br":
+        bx, by = x + w - inset - bw, y + h - inset - bh
+    elif placement == "outside_top":
+        bx, by = x, y - bh - 2
+    elif placement == "outside_left":
+        bx, by = x - bw - 2, y
+    else:
+        raise ValueError(f"unknown placement {placement!r}")
+    cw, ch = canvas
+    bx = max(0, min(bx, cw - bw))
+    by = max(0, min(by, ch - bh))
+    tx, ty = bx + pad - ox, by + pad - oy
+    bbox = (bx, by, bw, bh)
+    return tx, ty, bbox, (bbox if with_box else None)
+
+
+def label_reserve(placement: str | None, font_name: str, size: int, max_text: str) -> tuple[int, int]:
+    """Space (left, top) the layout must keep free per cell for outside labels."""
+    if placement == "outside_top":
+        return (0, _text_size(font_name, size, "Ag(")[3] + 4)
+    if placement == "outside_left":
+        return (_text_size(font_name, size, max_text)[2] + 4, 0)
+    return (0, 0)
+
+
+def sample_figure(
+    rng: np.random.Generator,
+    pool: SourcePool,
+    width: int,
+    height: int,
+    *,
+    params: FigureParams = FigureParams(),
+    n_panels: int | None = None,
+    labels: Sequence[str] | None = None,
+    modality: str | None = None,
+) -> tuple[FigureSpec, list[Image.Image]]:
+    """Draw one figure's specification and its source images (pure function of ``rng``).
+
+    ``n_panels``/``labels`` force the panel count and label texts (demo corpus: the caption's
+    letters); ``modality`` forces the figure modality (a pool modality or ``"mixed"``).
+    """
+    modalities = pool.modalities
+    if not modalities:
+        raise ValueError("the source pool is empty")
+    fig_modality = modality or _choice(rng, [*modalities, MIXED] if len(modalities) > 1 else modalities)
+    bg = _choice_weighted(rng, params.backgrounds)
+    if labels is not None and n_panels is None:
+        n_panels = max(1, len(labels))
+    unlabeled = labels is None and rng.random() < params.unlabeled_rate
+    grammar = None if unlabeled or labels is not None else _choice(rng, L.GRAMMARS)
+    placement = None if unlabeled else _choice(rng, L.PLACEMENTS)
+    font_name = _choice(rng, L.FONTS)
+    size = _label_font_size(rng, width, height)
+    with_box_fig = rng.random() < params.label_box_rate
+    reserve = label_reserve(placement, font_name, size, "(mm)") if placement else (0, 0)
+    layout: Layout = sample_layout(rng, width, height, params=params.layout, n_panels=n_panels, reserve=reserve)
+
+    border_fig = None
+    if rng.random() < params.border_rate:
+        border_fig = (int(rng.integers(1, 3)), _choice(rng, [(0, 0, 0), (128, 128, 128), (255, 255, 255)]))
+    if border_fig is not None and border_fig[1] == bg:
+        border_fig = (border_fig[0], _contrast(bg))
+
+    panels: list[PanelSpec] = []
+    images: list[Image.Image] = []
+    for k, slot in enumerate(layout.slots):
+        m = _choice(rng, modalities) if fig_modality == MIXED else fig_modality
+        ref, src = pool.pick(m, rng)
+        aspect = slot.w / slot.h
+        transpose = None
+        plot = m in NO_FLIP_MODALITIES
+        if not plot and rng.random() < params.rotate_rate:
+            transpose = int(_choice(rng, [Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270]))
+        elif not plot and rng.random() < params.flip_rate:
+            transpose = int(Image.Transpose.FLIP_LEFT_RIGHT)
+        crop_aspect = 1 / aspect if transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270) else aspect
+        if plot:  # a chart is shown whole (squeezed to the panel), only its margins trimmed
+            t = [float(v) for v in rng.uniform(0.0, 0.04, size=4)]
+            crop = (
+                round(t[0] * src.width, 2),
+                round(t[1] * src.height, 2),
+                round(src.width * (1 - t[2]), 2),
+                round(src.height * (1 - t[3]), 2),
+            )
+        else:
+            crop = _crop_box(rng, src.width, src.height, crop_aspect, params.min_crop)
+        jitter = None
+        if not plot and rng.random() < params.jitter_rate:
+            jitter = (round(float(rng.uniform(-25, 25)), 2), round(float(rng.uniform(0.8, 1.25)), 3))
+        inset = None
+        if layout.kind == "inset" and rng.random() < params.inset_rate and min(slot.w, slot.h) >= 60:
+            f = float(rng.uniform(0.28, 0.4))
+            iw, ih = max(12, int(slot.w * f)), max(12, int(slot.h * f))
+            corner = _choice(rng, ["tr", "br", "bl"])
+            m_ = max(2, min(slot.w, slot.h) // 30)
+            ix = slot.x + slot.w - iw - m_ if corner in ("tr", "br") else slot.x + m_
+            iy = slot.y + m_ if corner == "tr" else slot.y + slot.h - ih - m_
+            l_, t_, r_, b_ = crop
+            zw, zh = (r_ - l_) * 0.3, (b_ - t_) * 0.3
+            zx = float(rng.uniform(l_, r_ - zw))
+            zy = float(rng.uniform(t_, b_ - zh))
+            inset = {
+                "x": ix, "y": iy, "w": iw, "h": ih,
+                "crop": (round(zx, 2), round(zy, 2), round(zx + zw, 2), round(zy + zh, 2)),
+                "border": (1, _choice(rng, [(255, 255, 255), (255, 255, 0), (0, 0, 0)])),
+            }
+        label = None
+        if placement is not None:
+            text = labels[k] if labels is not None and k < len(labels) else L.label_text(
+                grammar or "upper", k, slot.group, slot.index_in_group
+            )
+            psize = max(8, min(size, int(min(slot.w, slot.h) * 0.4)))
+            with_box = with_box_fig and placement.startswith("inside")
+            tx, ty, bbox, box = _place_label(
+                text, placement, slot.box, font_name, psize, with_box, (width, height)
+            )
+            if placement.startswith("outside"):
+                color, box_color = _contrast(bg), None
+            elif with_box:
+                box_color = (255, 255, 255) if rng.random() < 0.7 else (0, 0, 0)
+                color = _contrast(box_color)
+            else:
+                box_color = None
+                color = None  # decided from the pixels under the label at compose time
+            label = LabelSpec(text, tx, ty, font_name, psize, color or (0, 0, 0), box, box_color, bbox)
+            if color is None:
+                label.color = (-1, -1, -1)  # auto
+        panels.append(
+            PanelSpec(slot.x, slot.y, slot.w, slot.h, m, ref.source_id, crop, transpose, jitter, border_fig, label, inset)
+        )
+        images.append(src)
+
+    spec = FigureSpec(
+        width=width,
+        height=height,
+        background=bg,
+        figure_modality=fig_modality,
+        grammar=grammar if labels is None else "given",
+        placement=placement,
+        layout=layout.to_dict(),
+        panels=panels,
+    )
+    return spec, images
+
+
+def _choice_weighted(rng: np.random.Generator, items: Sequence[tuple[Any, float]]) -> Any:
+    w = np.asarray([p for _, p in items], dtype=float)
+    return items[int(rng.choice(len(items), p=w / w.sum()))][0]
+
+
+def _jitter_lut(offset: float, gain: float) -> list[int]:
+    v = np.clip((np.arange(256, dtype=np.float64) - 128.0) * gain + 128.0 + offset, 0, 255)
+    lut = [int(x) for x in np.round(v)]
+    return lut * 3
+
+
+def _render_panel(src: Image.Image, w: int, h: int, crop: Sequence[float], transpose: int | None) -> Image.Image:
+    rotated = transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270)
+    size = (h, w) if rotated else (w, h)
+    out = src.resize(size, Image.Resampling.BILINEAR, box=tuple(crop), reducing_gap=None)
+    if transpose is not None:
+        out = out.transpose(Image.Transpose(transpose))
+    return out
+
+
+def compose(spec: FigureSpec, panels: Sequence[Image.Image]) -> tuple[Image.Image, list[dict[str, Any]]]:
+    """Draw ``spec`` with the given source images; return the RGB image and annotations."""
+    if len(panels) != len(spec.panels):
+        raise ValueError(f"{len(spec.panels)} panel specs but {len(panels)} images")
+    canvas = Image.new("RGB", (spec.width, spec.height), tuple(spec.background))
+    draw = ImageDraw.Draw(canvas)
+    anns: list[dict[str, Any]] = []
+    for p, src in zip(spec.panels, panels, strict=True):
+        tile = _render_panel(src, p.w, p.h, p.crop, p.transpose)
+        if p.jitter is not None:
+            tile = tile.point(_jitter_lut(*p.jitter))
+        canvas.paste(tile, (p.x, p.y))
+        if p.inset is not None:
+            ins = p.inset
+            zoom = src.resize((ins["w"], ins["h"]), Image.Resampling.BILINEAR, box=tuple(ins["crop"]))
+            if p.transpose == Image.Transpose.FLIP_LEFT_RIGHT:
+                zoom = zoom.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+            canvas.paste(zoom, (ins["x"], ins["y"]))
+            bw, bc = ins["border"]
+            draw.rectangle((ins["x"], ins["y"], ins["x"] + ins["w"] - 1, ins["y"] + ins["h"] - 1), outline=tuple(bc), width=bw)
+        if p.border is not None:
+            bw, bc = p.border
+            draw.rectangle((p.x, p.y, p.x + p.w - 1, p.y + p.h - 1), outline=tuple(bc), width=bw)
+        ann: dict[str, Any] = {
+            "bbox": [p.x, p.y, p.w, p.h],
+            "label": None,
+            "label_bbox": None,
+            "modality": p.modality,
+            "source_id": p.source_id,
+        }
+        lab = p.label
+        if lab is not None:
+            if lab.box is not None:
+                x, y, w, h = lab.box
+                draw.rectangle((x, y, x + w - 1, y + h - 1), fill=tuple(lab.box_color or (255, 255, 255)))
+            color = tuple(lab.color)
+            if color == (-1, -1, -1):
+                x, y, w, h = lab.bbox
+                patch = canvas.crop((x, y, x + max(1, w), y + max(1, h))).convert("L")
+                mean = float(np.asarray(patch).mean())
+                color = (0, 0, 0) if mean > 110 else (255, 255, 255)
+                lab.color = color  # recorded as drawn
+            draw.text((lab.x, lab.y), lab.text, font=L.font(lab.font, lab.size), fill=color)
+            ann["label"] = lab.text
+            ann["label_bbox"] = list(lab.bbox)
+        anns.append(ann)
+    return canvas, anns
