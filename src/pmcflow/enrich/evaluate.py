@@ -1,0 +1,198 @@
+"""Quality of a caption splitter against human panel segmentation (EMBO SourceData legends).
+
+The metric
+----------
+Gold: for each figure legend, the SourceData curators' *panels* — pieces of legend text, each a
+verbatim substring of ``caption_reconstructed``. Their ``labels_heuristic`` is only a regex parse,
+and the reconstruction dropped some label markers from the text, so gold and predicted segments
+are aligned **on text**, not on labels:
+
+1. Predicted panel segments = the splitter's segments minus the figure title (the title is passed
+   to the splitter, as JATS gives it separately; gold never contains it).
+2. Every (gold, predicted) pair is scored with bag-of-tokens F1 (lower-cased word tokens);
+   pairs are matched one-to-one greedily by descending F1 (ties: caption order).
+3. Per gold segment: ``token_f1`` of its match (0 when unmatched) and ``exact`` when the
+   whitespace-normalised texts are identical. Both are macro-averaged over gold segments.
+4. Per figure: ``count_match`` when the number of predicted panel segments equals the number of
+   gold segments.
+5. ``label_agreement`` (secondary): among matched pairs whose gold segment has heuristic labels,
+   the share whose predicted label set equals them (lower-cased).
+
+Reference points reported with the score: ``no_split`` (the whole body as one segment),
+``gold_labelled_share`` (gold segments whose text still starts with a label; the rest lost their
+marker in the reconstruction, so no label-based splitter can isolate them exactly) and
+``labelled_figures``: the same scores restricted to figures whose gold segments all carry a label,
+i.e. legends that look like real PMC captions.
+
+Splits: the dev set is divided **by article** (DOI) with a fixed hash, so tuning on ``dev`` never
+sees a ``test`` article: ``split_of(doi)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pmcflow.enrich.rules import Segment, split_caption
+from pmcflow.enrich.text import normalize_ws, token_f1
+
+Splitter = Callable[[str, str | None], list[Segment]]
+TEST_FRACTION_BUCKETS = 3  # of 10: ~30 % of articles are held out
+
+
+def split_of(doi: str) -> str:
+    """``"test"`` for a fixed ~30 % of articles (sha256 of the DOI), else ``"dev"``."""
+    bucket = int(hashlib.sha256(doi.encode("utf-8")).hexdigest(), 16) % 10
+    return "test" if bucket < TEST_FRACTION_BUCKETS else "dev"
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@dataclass
+class FigureScore:
+    figure_id: str
+    n_gold: int
+    n_pred: int
+    f1: list[float] = field(default_factory=list)  # per gold segment
+    exact: list[bool] = field(default_factory=list)
+    label_pairs: list[bool] = field(default_factory=list)
+
+    @property
+    def count_match(self) -> bool:
+        return self.n_gold == self.n_pred
+
+
+def panel_segments(segments: Sequence[Segment], title: str | None) -> list[Segment]:
+    """Predicted segments minus the title segment."""
+    t = normalize_ws(title) if title else ""
+    out = list(segments)
+    if t and out and not out[0].labels and out[0].text == t:
+        out = out[1:]
+    return out
+
+
+def score_figure(
+    figure_id: str,
+    predicted: Sequence[Segment],
+    gold: Sequence[Mapping[str, Any]],
+) -> FigureScore:
+    gold_texts = [normalize_ws(str(g["text"])) for g in gold]
+    pred_texts = [normalize_ws(p.text) for p in predicted]
+    pairs = sorted(
+        ((token_f1(p, g), gi, pi) for gi, g in enumerate(gold_texts) for pi, p in enumerate(pred_texts)),
+        key=lambda x: (-x[0], x[1], x[2]),
+    )
+    used_g: dict[int, int] = {}
+    used_p: set[int] = set()
+    for f1, gi, pi in pairs:
+        if f1 <= 0.0:
+            break
+        if gi in used_g or pi in used_p:
+            continue
+        used_g[gi] = pi
+        used_p.add(pi)
+    score = FigureScore(figure_id, len(gold_texts), len(pred_texts))
+    for gi, g in enumerate(gold_texts):
+        pi = used_g.get(gi)
+        if pi is None:
+            score.f1.append(0.0)
+            score.exact.append(False)
+            continue
+        score.f1.append(token_f1(pred_texts[pi], g))
+        score.exact.append(pred_texts[pi] == g)
+        gold_labels = [str(x).lower() for x in gold[gi].get("labels_heuristic") or []]
+        if gold_labels:
+            score.label_pairs.append(sorted(gold_labels) == sorted(x.lower() for x in predicted[pi].labels))
+    return score
+
+
+def _summarise(scores: Sequence[FigureScore]) -> dict[str, Any]:
+    f1 = [x for s in scores for x in s.f1]
+    exact = [x for s in scores for x in s.exact]
+    labels = [x for s in scores for x in s.label_pairs]
+    n = len(scores)
+    return {
+        "figures": n,
+        "gold_segments": len(f1),
+        "predicted_segments": sum(s.n_pred for s in scores),
+        "exact_match_rate": round(sum(exact) / len(exact), 4) if exact else None,
+        "token_f1_macro": round(sum(f1) / len(f1), 4) if f1 else None,
+        "count_match_rate": round(sum(s.count_match for s in scores) / n, 4) if n else None,
+        "label_agreement": round(sum(labels) / len(labels), 4) if labels else None,
+    }
+
+
+def _no_split(caption: str, title: str | None) -> list[Segment]:
+    text = normalize_ws(caption)
+    t = normalize_ws(title) if title else ""
+    if t and text.startswith(t) and text[len(t) :].strip():
+        return [Segment([], t), Segment([], text[len(t) :].strip())]
+    return [Segment([], text)]
+
+
+def evaluate_splitter(
+    rows: Iterable[Mapping[str, Any]],
+    splitter: Splitter = split_caption,
+    *,
+    include_baseline: bool = True,
+) -> dict[str, Any]:
+    """Scores per split (``dev``, ``test``, ``all``) plus the reference points; see module doc."""
+    rows = list(rows)
+    per_split: dict[str, list[FigureScore]] = {"dev": [], "test": [], "all": []}
+    base_split: dict[str, list[FigureScore]] = {"dev": [], "test": [], "all": []}
+    marked: dict[str, list[FigureScore]] = {"dev": [], "test": [], "all": []}
+    labelled = {"dev": [0, 0], "test": [0, 0], "all": [0, 0]}
+    for r in rows:
+        split = split_of(str(r["doi"]))
+        title = r.get("figure_title")
+        gold = r["subcaptions"]
+        pred = panel_segments(splitter(r["caption_reconstructed"], title), title)
+        sc = score_figure(str(r["id"]), pred, gold)
+        per_split[split].append(sc)
+        per_split["all"].append(sc)
+        if include_baseline:
+            base = panel_segments(_no_split(r["caption_reconstructed"], title), title)
+            bs = score_figure(str(r["id"]), base, gold)
+            base_split[split].append(bs)
+            base_split["all"].append(bs)
+        n_lab = sum(1 for g in gold if g.get("labels_heuristic"))
+        if n_lab == len(gold):
+            marked[split].append(sc)
+            marked["all"].append(sc)
+        for key in (split, "all"):
+            labelled[key][0] += n_lab
+            labelled[key][1] += len(gold)
+    out: dict[str, Any] = {}
+    for split in ("dev", "test", "all"):
+        entry = _summarise(per_split[split])
+        if include_baseline:
+            entry["no_split"] = _summarise(base_split[split])
+        entry["labelled_figures"] = _summarise(marked[split])
+        lab, tot = labelled[split]
+        entry["gold_labelled_share"] = round(lab / tot, 4) if tot else None
+        out[split] = entry
+    return out
+
+
+def figure_errors(
+    rows: Iterable[Mapping[str, Any]], splitter: Splitter = split_caption, split: str | None = "dev"
+) -> list[tuple[str, FigureScore, list[Segment]]]:
+    """Figures whose segments are not all exact (for error analysis), worst first."""
+    bad: list[tuple[str, FigureScore, list[Segment]]] = []
+    for r in rows:
+        if split and split_of(str(r["doi"])) != split:
+            continue
+        title = r.get("figure_title")
+        pred = panel_segments(splitter(r["caption_reconstructed"], title), title)
+        sc = score_figure(str(r["id"]), pred, r["subcaptions"])
+        if not all(sc.exact) or not sc.count_match:
+            bad.append((str(r["id"]), sc, pred))
+    bad.sort(key=lambda x: sum(x[1].f1) / max(1, len(x[1].f1)))
+    return bad
