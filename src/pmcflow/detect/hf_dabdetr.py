@@ -209,9 +209,9 @@ class HFDabDetrDetector(EvaluateMixin):
     # -- loading --------------------------------------------------------------------------------
     def _resolve_checkpoint(self) -> Path:
         if self.checkpoint is None:
-            from pmcflow.detect.default import default_checkpoint
+            from pmcflow.detect.default import shipped_checkpoint_for
 
-            shipped = default_checkpoint()
+            shipped = shipped_checkpoint_for(self.name)
             if shipped is None:
                 raise ValueError(
                     "the transformers backend needs --checkpoint (a trained model dir) to predict"

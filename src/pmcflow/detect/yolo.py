@@ -112,6 +112,10 @@ class UltralyticsDetector(EvaluateMixin):
     def _load(self) -> Any:
         if self._model is None:
             if self.checkpoint is None:
+                from pmcflow.detect.default import shipped_checkpoint_for
+
+                self.checkpoint = shipped_checkpoint_for(self.name)
+            if self.checkpoint is None:
                 raise ValueError("the ultralytics backend needs --checkpoint (a trained model.pt) to predict")
             if not self.checkpoint.is_file():
                 raise FileNotFoundError(f"ultralytics checkpoint not found: {self.checkpoint}")
