@@ -1,0 +1,1239 @@
+"""The JATS parse stage: articles, figures and in-text figure mentions from PMC XML.
+
+One safe lxml parse per file (no DTD, no entity expansion, no network, bounded size), then a few
+targeted walks over the tree:
+
+* **article** metadata -- ids, title, journal, type, publication date, licence code, retraction
+  signals;
+* **figures** -- every ``<fig>`` in document order (body, boxed text, appendices, supplementary
+  sections, sub-articles), with label, whitespace-correct caption, ``fig-group`` membership,
+  eLife figure supplements (``specific-use="child-fig"``) and graphic hrefs resolved to media files;
+* **mentions** -- every ``<xref ref-type="fig">`` with its text, target ids, the panel letters it
+  names (see :func:`panels_from_text`), its enclosing paragraph and section.
+
+:func:`parse_chunk` is the Snakemake-facing stage: ACQUIRED rows in, ARTICLES / FIGURES / MENTIONS /
+REJECTIONS tables and ``counts.json`` out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import html.entities
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+
+from pmcflow import schema as S
+from pmcflow.tables import Rejections, counts_record, read_rows, write_counts, write_table
+
+XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
+DEFAULT_MAX_BYTES = 64 * 2**20
+
+__all__ = [
+    "JatsError",
+    "ParsedArticle",
+    "cli",
+    "cli_parse_chunk",
+    "normalise_license",
+    "panels_from_text",
+    "parse_bytes",
+    "parse_chunk",
+    "parse_file",
+    "resolve_media",
+]
+
+
+# ======================================================================================
+# Errors and results
+# ======================================================================================
+class JatsError(Exception):
+    """A file that cannot be parsed as a JATS article.
+
+    ``reason`` is a short machine-readable code (it becomes the rejection row's ``reason``):
+    ``xml_too_large``, ``xml_unsafe_dtd``, ``xml_malformed``, ``xml_empty``, ``not_jats``,
+    ``xml_unreadable``.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class ParsedArticle:
+    """One parsed article.  Dict keys are column names of ARTICLES / FIGURES / MENTIONS."""
+
+    article: dict[str, Any]
+    figures: list[dict[str, Any]]
+    mentions: list[dict[str, Any]]
+    xml_ids: dict[str, Any] = field(default_factory=dict)  # pmcid/pmid/doi/version as in the XML
+
+
+# ======================================================================================
+# Safe parsing
+# ======================================================================================
+def _make_parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+        collect_ids=False,
+    )
+
+
+_PARSER = _make_parser()
+# An internal DTD subset that declares entities: XXE, billion laughs, or just unexpandable.
+_DOCTYPE_RE = re.compile(rb"<!DOCTYPE\b", re.IGNORECASE)
+_ENTITY_DECL_RE = re.compile(rb"<!ENTITY\b", re.IGNORECASE)
+_ROOT_START_RE = re.compile(rb"<[A-Za-z_]")
+
+
+def _check_prolog(data: bytes) -> None:
+    """Reject a DOCTYPE whose internal subset declares entities, before parsing anything."""
+    m = _DOCTYPE_RE.search(data, 0, 1 << 20)
+    if m is None:
+        return
+    # The internal subset ends before the root element starts; scan up to there.
+    root = _ROOT_START_RE.search(data, m.end())
+    end = root.start() if root else len(data)
+    if _ENTITY_DECL_RE.search(data, m.end(), end):
+        raise JatsError("xml_unsafe_dtd", "DOCTYPE declares entities (XXE / entity expansion refused)")
+
+
+def _parse_root(data: bytes) -> etree._Element:
+    if not data or (len(data) < 4096 and not data.strip()):
+        raise JatsError("xml_empty", "empty input")
+    _check_prolog(data)
+    try:
+        root = etree.fromstring(data, _PARSER)
+    except etree.XMLSyntaxError as exc:
+        raise JatsError("xml_malformed", str(exc)) from None
+    if root is None:
+        raise JatsError("xml_empty", "no root element")
+    dtd = root.getroottree().docinfo.internalDTD
+    if dtd is not None and any(True for _ in dtd.entities()):
+        raise JatsError("xml_unsafe_dtd", "DOCTYPE declares entities (XXE / entity expansion refused)")
+    return root
+
+
+def _find_article(root: etree._Element) -> etree._Element:
+    """The ``<article>`` element: the root, or inside an OAI-PMH envelope; namespaces removed."""
+    if root.tag == "article":
+        article = root
+    else:
+        article = next(root.iter("{*}article"), None)
+        if article is None:
+            raise JatsError("not_jats", f"no <article> element (root is {_local(root.tag)!r})")
+    ns = _namespace(article.tag)
+    if ns:
+        # OAI-PMH answers put the article in a default namespace; drop it so that plain tag
+        # names work below (xlink/mml/ali namespaces are left alone).
+        prefix = "{" + ns + "}"
+        for el in article.iter(f"{prefix}*"):
+            el.tag = el.tag[len(prefix) :]
+    _replace_entity_refs(article)
+    return article
+
+
+def _namespace(tag: Any) -> str:
+    if isinstance(tag, str) and tag.startswith("{"):
+        return tag[1 : tag.index("}")]
+    return ""
+
+
+def _local(tag: Any) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _replace_entity_refs(article: etree._Element) -> None:
+    """Undeclared named entities (``&mdash;`` with no DTD loaded) -> their character, as text."""
+    for ent in list(article.iter(etree.Entity)):
+        name = ent.text[1:-1] if ent.text else ""
+        cp = html.entities.name2codepoint.get(name)
+        repl = (chr(cp) if cp is not None else "") + (ent.tail or "")
+        parent = ent.getparent()
+        if parent is None:
+            continue
+        prev = ent.getprevious()
+        if prev is None:
+            parent.text = (parent.text or "") + repl
+        else:
+            prev.tail = (prev.tail or "") + repl
+        parent.remove(ent)
+
+
+# ======================================================================================
+# Text extraction (whitespace-correct)
+# ======================================================================================
+# Elements that start a new block of text: a space separates them from their neighbours.
+_BLOCK_TAGS = frozenset(
+    "p title label caption list list-item def-list def-item term def table thead tbody tfoot tr td th "
+    "disp-quote disp-formula disp-formula-group sec statement verse-group verse-line speech "
+    "array boxed-text ref mixed-citation element-citation attrib break tex-math".split()
+)
+# Floating objects embedded in a paragraph: their text is not the paragraph's text.
+_SKIP_TAGS = frozenset(
+    "fig fig-group table-wrap table-wrap-group supplementary-material media graphic "
+    "inline-supplementary-material".split()
+)
+
+
+def _norm(text: str) -> str:
+    # str.split() splits on every Unicode space (incl. no-break space) and is much faster than re.
+    return " ".join(text.split())
+
+
+def _collect(el: etree._Element, out: list[str]) -> None:
+    if el.text:
+        out.append(el.text)
+    for child in el:
+        tag = child.tag
+        if tag in _BLOCK_TAGS:
+            out.append(" ")
+            _collect(child, out)
+            out.append(" ")
+        elif tag in _SKIP_TAGS:
+            out.append(" ")
+        elif tag == "alternatives":
+            first = next(iter(child), None)  # one rendering only (tex-math vs mml:math, ...)
+            if first is not None:
+                out.append(" ")
+                _collect(first, out)
+                out.append(" ")
+        elif len(child):
+            _collect(child, out)
+        elif child.text and isinstance(tag, str):
+            out.append(child.text)
+        if child.tail:
+            out.append(child.tail)
+
+
+def text_of(el: etree._Element | None) -> str:
+    """Whitespace-correct text of an element.
+
+    Inline markup (``<italic>``, ``<sup>``, ``<xref>`` ...) is kept without adding spaces; block
+    elements (paragraphs, titles, list items, table cells ...) are separated by one space; floats
+    embedded in the element (figures, tables, supplementary material) are left out; runs of
+    whitespace (including no-break spaces) become one space.
+    """
+    if el is None:
+        return ""
+    if not len(el):
+        return _norm(el.text or "")
+    out: list[str] = []
+    _collect(el, out)
+    return _norm("".join(out))
+
+
+# ======================================================================================
+# Panel letters
+# ======================================================================================
+_DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+_NUM_RE = re.compile(r"(?<![0-9])(?:(?<![A-Za-z])[Ss])?(\d+(?:\.\d+)*)")
+# A panel item: one letter, optionally followed by a sub-panel (Aii, A(ii), A(1), A1), not part of
+# a word ("and", "in" are not panels).
+_ITEM_RE = re.compile(
+    r"([A-Za-z])(?P<sub>[ivx]{1,4}(?![A-Za-z])|\((?:[ivx]{1,4}|\d{1,2})\)|\d{1,2}(?![0-9.]))?(?![A-Za-z])"
+)
+_ROMAN_ONLY_RE = re.compile(r"(?:[ivx]{2,4}|\((?:[ivx]{1,4})\))(?![A-Za-z])")
+_RANGE_RE = re.compile(rf"\s*(?:[{_DASHES}]|\s(?:to|through)\s)\s*(\d+(?:\.\d+)*)?")
+_SUBRANGE_RE = re.compile(rf"[{_DASHES}](?:[ivx]{{1,4}}|\d{{1,2}})(?![A-Za-z])")
+_SEP_RE = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+|&\s*)?|\s(?:and|or)\s+|&\s*|/\s*|\+\s*)")
+_LEAD_RE = re.compile(r"(?:\s*,?\s*panels?\s+|\s?)(\(\s*)?")
+_CLOSE_RE = re.compile(r"\s*\)")
+
+
+@dataclass
+class _PanelScan:
+    letters: list[str]  # in the order written (ranges expanded)
+    end: int  # position just after the last letter consumed (or the start when none)
+
+
+def _letter_range(a: str, b: str) -> list[str]:
+    lo, hi = a.lower(), b.lower()
+    if a.isupper() == b.isupper() and lo <= hi and ord(hi) - ord(lo) < 26:
+        return [chr(c) for c in range(ord(lo), ord(hi) + 1)]
+    return [lo, hi]
+
+
+def _scan_list(s: str, pos: int, number: str | None) -> _PanelScan:
+    """Scan a panel list starting exactly at ``pos``: ``A``, ``A,B``, ``A and B``, ``C–E``, ``Aii``.
+
+    ``number`` is the figure number just before (so ``2A–2C`` is read as a range).
+    """
+    letters: list[str] = []
+    end = pos
+    i = pos
+    while True:
+        rm = _ROMAN_ONLY_RE.match(s, i)
+        if rm is not None:  # roman-numeral panel ("ii"): consumed, but it is not a letter
+            i = end = rm.end()
+        else:
+            m = _ITEM_RE.match(s, i)
+            if m is None:
+                break
+            first = m.group(1)
+            i = end = m.end()
+            if m.group("sub"):
+                sub = _SUBRANGE_RE.match(s, i)  # "Ai–iii": a range of sub-panels of A
+                if sub is not None:
+                    i = end = sub.end()
+            got = [first.lower()]
+            r = _RANGE_RE.match(s, i)
+            if r is not None and (r.group(1) is None or r.group(1) == number):
+                m2 = _ITEM_RE.match(s, r.end())
+                if m2 is not None:
+                    got = _letter_range(first, m2.group(1))
+                    i = end = m2.end()
+            letters.extend(got)
+        sep = _SEP_RE.match(s, i)
+        if sep is None:
+            break
+        i = sep.end()
+    return _PanelScan(letters, end)
+
+
+def _scan_after_number(s: str, pos: int, number: str) -> _PanelScan:
+    """Panels written after a figure number: ``2B``, ``2 B-D``, ``2(a)``, ``2, panel C``."""
+    lead = _LEAD_RE.match(s, pos)
+    start = lead.end() if lead else pos
+    scan = _scan_list(s, start, number)
+    if lead is not None and lead.group(1) and scan.letters:
+        close = _CLOSE_RE.match(s, scan.end)
+        if close is not None:
+            scan.end = close.end()
+    return scan
+
+
+_LETTERS_ONLY_RE = re.compile(r"\s*(?:panels?\s+)?\(?\s*")
+
+
+@dataclass
+class _TextPanels:
+    letters: list[str]  # in the order written
+    ends_with_number: bool  # "Figure 2" / "2": letters may follow right after the xref
+    ends_with_letter: bool  # "Figure 2A": a list may continue after the xref
+
+
+_SIMPLE_RE = re.compile(r"(?:Fig(?:ure)?s?\.?\s*)?[Ss]?\d+([A-Za-z])?")
+
+
+def _scan_text(text: str) -> _TextPanels:
+    """Panels named in an xref-like text."""
+    simple = _SIMPLE_RE.fullmatch(text)  # fast path for the usual "Figure 2" / "Fig. 2B" / "3"
+    if simple is not None:
+        letter = simple.group(1)
+        return _TextPanels([letter.lower()], False, True) if letter else _TextPanels([], True, False)
+    letters: list[str] = []
+    ends_with_number = False
+    last_end = -1
+    for m in _NUM_RE.finditer(text):
+        if m.start() < last_end:
+            continue
+        scan = _scan_after_number(text, m.end(), m.group(1))
+        letters.extend(scan.letters)
+        last_end = scan.end if scan.letters else m.end()
+    if last_end == -1:
+        # No number at all: a text made of panel letters only ("B", "(C-E)", "b and c").
+        lead = _LETTERS_ONLY_RE.match(text)
+        scan = _scan_list(text, lead.end() if lead else 0, None)
+        if scan.letters and not text[scan.end :].strip(" \t\n)].,;:"):
+            letters.extend(scan.letters)
+            last_end = scan.end
+    rest = text[last_end:].strip() if last_end >= 0 else text
+    ends_with_number = last_end >= 0 and not rest and text[last_end - 1 : last_end].isdigit()
+    ends_with_letter = bool(letters) and not rest.strip(")")
+    return _TextPanels(letters, ends_with_number, ends_with_letter)
+
+
+def _ordered(letters: Iterable[str]) -> list[str]:
+    return sorted(set(letters))
+
+
+def panels_from_text(text: str) -> list[str]:
+    """Panel letters named by a figure reference text, lower-case, sorted, de-duplicated.
+
+    >>> panels_from_text("Figures 1C–E")
+    ['c', 'd', 'e']
+    >>> panels_from_text("Figure 1—figure supplement 1A")
+    ['a']
+    >>> panels_from_text("Figures 2 and 3")
+    []
+    """
+    return _ordered(_scan_text(text.replace("\u00a0", " ")).letters)
+
+
+# Tail text right after an xref: "<xref>Figure 2</xref>B", "<xref>Fig. 2</xref>, C and D)".
+_TAIL_SPACE_RE = re.compile(r"(?:\s*,\s*|\s+)(?:panels?\s+)?")
+_TERM_STRONG_RE = re.compile(r"\s*[)\];]")
+_TERM_WEAK_RE = re.compile(r"\s*(?:[)\];:]|,\s)")
+
+
+def _tail_panels(tail: str, found: _TextPanels, open_end: bool) -> list[str]:
+    """Panel letters in the text right after an xref -- conservative.
+
+    * Glued to a bare number (``<xref>2</xref>B``, ``<xref>3</xref>a, b and``): accepted.
+    * After a space or comma (``<xref>Fig. 2</xref>, C and D)``), or continuing a list that the
+      xref started (``<xref>Figure 2A</xref>, B)``, ``<xref>Figure 2A</xref>–C)``): accepted only
+      when the letters are followed by a closing bracket or semicolon (or, for two or more
+      letters, a colon or a comma), or end the text run with nothing or another xref after it.
+    """
+    if not tail or not (found.ends_with_number or found.ends_with_letter):
+        return []
+    tail = tail.replace("\u00a0", " ")
+    if found.ends_with_number and _ITEM_RE.match(tail):
+        return _scan_list(tail, 0, None).letters
+    range_from: str | None = None
+    if found.ends_with_letter:
+        lead = _SEP_RE.match(tail)
+        if lead is None:
+            lead = _RANGE_RE.match(tail)
+            if lead is None or lead.group(1):
+                return []
+            range_from = found.letters[-1]
+    else:
+        lead = _TAIL_SPACE_RE.match(tail)
+        if lead is None:
+            return []
+    scan = _scan_list(tail, lead.end(), None)
+    if not scan.letters:
+        return []
+    strong = _TERM_STRONG_RE.match(tail, scan.end)
+    weak = _TERM_WEAK_RE.match(tail, scan.end)
+    n = len(scan.letters) + (1 if found.ends_with_letter else 0)
+    if not (strong or (n >= 2 and weak) or (open_end and not tail[scan.end :].strip())):
+        return []
+    if range_from is not None:
+        return _letter_range(range_from, scan.letters[0]) + scan.letters[1:]
+    return scan.letters
+
+
+def _xref_panels(text: str, tail: str | None, open_end: bool) -> tuple[list[str], list[str]]:
+    """(panels named inside the xref, panels named right after it)."""
+    found = _scan_text(text.replace("\u00a0", " "))
+    return found.letters, _tail_panels(tail or "", found, open_end)
+
+
+# ======================================================================================
+# Metadata
+# ======================================================================================
+_PUB_PREFERENCE = ("epub", "pub", "epub-ppub", "ppub")
+_MONTHS = {m.lower(): i for i, m in enumerate(
+    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
+
+
+def _int(text: str | None) -> int | None:
+    if not text:
+        return None
+    m = re.search(r"\d+", text)
+    return int(m.group(0)) if m else None
+
+
+def _month(text: str | None) -> int | None:
+    if not text:
+        return None
+    t = text.strip()
+    if t.isdigit():
+        v = int(t)
+        return v if 1 <= v <= 12 else None
+    return _MONTHS.get(t[:3].lower()) if re.fullmatch(r"[A-Za-z]+\.?", t) else None
+
+
+def _date_parts(el: etree._Element) -> tuple[int, int | None, int | None] | None:
+    iso = el.get("iso-8601-date")
+    if iso:
+        m = re.fullmatch(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?", iso.strip())
+        if m:
+            y, mo, d = int(m.group(1)), _int(m.group(2)), _int(m.group(3))
+            return _valid_date(y, mo, d)
+    year = _int(el.findtext("year"))
+    if year is None:
+        return None
+    return _valid_date(year, _month(el.findtext("month")), _int(el.findtext("day")))
+
+
+def _valid_date(y: int, mo: int | None, d: int | None) -> tuple[int, int | None, int | None] | None:
+    if not 1000 <= y <= 2999:
+        return None
+    if mo is None or not 1 <= mo <= 12:
+        return (y, None, None)
+    if d is not None:
+        try:
+            _dt.date(y, mo, d)
+        except ValueError:
+            d = None
+    return (y, mo, d)
+
+
+def _iso(parts: tuple[int, int | None, int | None]) -> str:
+    y, mo, d = parts
+    if mo is None:
+        return f"{y:04d}"
+    if d is None:
+        return f"{y:04d}-{mo:02d}"
+    return f"{y:04d}-{mo:02d}-{d:02d}"
+
+
+def _pub_kind(el: etree._Element) -> str:
+    kind = el.get("pub-type")
+    if kind:
+        return kind.lower()
+    dtype = (el.get("date-type") or "").lower()
+    fmt = (el.get("publication-format") or "").lower()
+    if dtype == "pub":
+        return {"electronic": "epub", "print": "ppub"}.get(fmt, "pub")
+    return dtype or "pub"
+
+
+def _pub_date(meta: etree._Element | None) -> tuple[str | None, int | None]:
+    """Most precise publication date: epub / pub / ppub first, then collection, then anything."""
+    if meta is None:
+        return None, None
+    found: dict[str, tuple[int, int | None, int | None]] = {}
+    for el in meta.iterchildren("pub-date"):
+        parts = _date_parts(el)
+        if parts is not None:
+            found.setdefault(_pub_kind(el), parts)
+    if not found:
+        return None, None
+
+    def precision(p: tuple[int, int | None, int | None]) -> int:
+        return sum(x is not None for x in p)
+
+    chosen = None
+    primary = [found[k] for k in _PUB_PREFERENCE if k in found]
+    if primary:
+        chosen = max(primary, key=precision)  # max keeps the first of equal precision
+    elif "collection" in found:
+        chosen = found["collection"]
+    else:
+        chosen = next(iter(found.values()))
+    return _iso(chosen), chosen[0]
+
+
+_CC_URL_RE = re.compile(r"creativecommons\.org/(licenses|publicdomain)/([a-z0-9.-]+)", re.IGNORECASE)
+_URL_RE = re.compile(r"https?://[^\s\"'<>)\]]+", re.IGNORECASE)
+
+
+def _cc_from_parts(parts: Iterable[str]) -> str | None:
+    ps = {p for p in parts if p}
+    if "by" not in ps:
+        return None
+    code = "CC BY"
+    if "nc" in ps:
+        code += "-NC"
+    if "sa" in ps:
+        code += "-SA"
+    elif "nd" in ps:
+        code += "-ND"
+    return code
+
+
+def _license_from_url(url: str) -> str | None:
+    m = _CC_URL_RE.search(url)
+    if m is None:
+        return None
+    kind, what = m.group(1).lower(), m.group(2).lower()
+    if kind == "publicdomain":
+        if what.startswith("zero"):
+            return "CC0"
+        if what.startswith("mark"):
+            return "PD"
+        return None
+    if what.startswith("publicdomain"):
+        return "PD"
+    return _cc_from_parts(what.split("-"))
+
+
+def _license_from_type(value: str) -> str | None:
+    v = re.sub(r"[\s_]+", "-", value.strip().lower())
+    if re.fullmatch(r"cc-?(?:0|zero)(?:-\d+(?:\.\d+)*)?", v):
+        return "CC0"
+    v = re.sub(r"-?\d+(?:\.\d+)*$", "", v)  # version suffix: cc-by-4.0
+    if v in {"public-domain", "publicdomain", "pd", "public-domain-mark"}:
+        return "PD"
+    m = re.fullmatch(r"(?:cc-?)?(by(?:-?(?:nc|sa|nd))*)(?:-license|-licence)?", v)
+    if m:
+        return _cc_from_parts(re.findall(r"by|nc|sa|nd", m.group(1)))
+    return None
+
+
+_FREE_CC_TOKEN_RE = re.compile(r"\bcc[\s-]?(by(?:[\s-](?:nc|sa|nd))*)\b", re.IGNORECASE)
+_FREE_ATTRIB_RE = re.compile(r"creative\s+commons\s+attribution", re.IGNORECASE)
+
+
+def _license_from_text(text: str) -> str | None:
+    low = text.lower()
+    m = _FREE_CC_TOKEN_RE.search(text)
+    if m:
+        return _cc_from_parts(re.split(r"[\s-]", m.group(1).lower()))
+    m = _FREE_ATTRIB_RE.search(text)
+    if m:
+        window = low[m.end() : m.end() + 60]
+        parts = ["by"]
+        if re.search(r"non[\s-]?commercial", window):
+            parts.append("nc")
+        if re.search(r"share[\s-]?alike", window):
+            parts.append("sa")
+        elif re.search(r"no[\s-]?deriv", window):
+            parts.append("nd")
+        return _cc_from_parts(parts)
+    if re.search(r"\bcc0\b|creative\s+commons\s+zero|public\s+domain\s+dedication", low):
+        return "CC0"
+    if "public domain" in low:
+        return "PD"
+    return None
+
+
+def normalise_license(
+    hrefs: Sequence[str] = (), types: Sequence[str] = (), texts: Sequence[str] = ()
+) -> tuple[str | None, str | None]:
+    """(code, url) from ``<ali:license_ref>``/``xlink:href`` URLs, ``license-type`` and free text.
+
+    Codes: ``CC0``, ``CC BY``, ``CC BY-SA``, ``CC BY-ND``, ``CC BY-NC``, ``CC BY-NC-SA``,
+    ``CC BY-NC-ND``, ``PD`` (public domain); ``None`` when unrecognised (the URL is kept).
+    URLs win over ``license-type``, which wins over the licence text; inside the text a
+    ``/licenses/`` link wins over a CC0 data waiver mentioned alongside it.
+    """
+    url = next((h.strip() for h in hrefs if h and h.strip()), None)
+    for h in hrefs:
+        code = _license_from_url(h or "")
+        if code:
+            return code, h.strip()
+    for t in types:
+        code = _license_from_type(t or "")
+        if code:
+            return code, url
+    text_urls = [u for t in texts for u in _URL_RE.findall(t)]
+    ranked = sorted(text_urls, key=lambda u: 0 if "/licenses/" in u.lower() else 1)
+    for u in ranked:
+        code = _license_from_url(u)
+        if code:
+            return code, url or u
+    for t in texts:
+        code = _license_from_text(t)
+        if code:
+            return code, url or (text_urls[0] if text_urls else None)
+    return None, url or (text_urls[0] if text_urls else None)
+
+
+def _license(meta: etree._Element | None) -> tuple[str | None, str | None]:
+    if meta is None:
+        return None, None
+    perms = meta.find("permissions")
+    if perms is None:
+        return None, None
+    hrefs: list[str] = [el.text or "" for el in perms.iter("{*}license_ref")]
+    types: list[str] = []
+    texts: list[str] = []
+    for lic in perms.iter("license"):
+        href = lic.get(XLINK_HREF)
+        if href:
+            hrefs.append(href)
+        if lic.get("license-type"):
+            types.append(lic.get("license-type", ""))
+        for p in lic.iter("license-p"):
+            texts.append(text_of(p))
+            texts.extend(a.get(XLINK_HREF, "") for a in p.iter("ext-link", "uri"))
+    return normalise_license(hrefs, types, texts)
+
+
+_RETRACTED_TITLE_RE = re.compile(r"^\s*(?:RETRACTED\b|Retracted(?:\s+article)?\s*:)")
+_RETRACTION_RELATED = frozenset({"retracted-article", "retraction-forward", "retraction"})
+
+
+def _retraction(article: etree._Element, meta: etree._Element | None, title: str | None) -> str | None:
+    if (article.get("article-type") or "").lower() == "retraction":
+        return "jats-article-type"
+    if meta is not None:
+        for rel in meta.iter("related-article"):
+            if (rel.get("related-article-type") or "").lower() in _RETRACTION_RELATED:
+                return "jats-related-article"
+    if title and _RETRACTED_TITLE_RE.match(title):
+        return "title"
+    return None
+
+
+_PMCID_RE = re.compile(r"(?:PMC)?(\d+)(?:\.(\d+))?", re.IGNORECASE)
+
+
+def _norm_pmcid(value: str | None) -> tuple[str | None, int | None]:
+    if not value:
+        return None, None
+    m = _PMCID_RE.fullmatch(value.strip())
+    if not m:
+        return None, None
+    return f"PMC{int(m.group(1))}", (int(m.group(2)) if m.group(2) else None)
+
+
+def _ids(meta: etree._Element | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"pmcid": None, "pmid": None, "doi": None, "version": None}
+    if meta is None:
+        return out
+    for el in meta.iterchildren("article-id"):
+        kind = (el.get("pub-id-type") or "").lower()
+        value = (el.text or "").strip()
+        if not value:
+            continue
+        if kind in {"pmc", "pmcid", "pmc-uid", "pmcaid", "pmcid-ver"} and out["pmcid"] is None:
+            pmcid, ver = _norm_pmcid(value)
+            out["pmcid"] = pmcid
+            if ver is not None:
+                out["version"] = ver
+        elif kind == "pmid" and out["pmid"] is None:
+            out["pmid"] = value
+        elif kind == "doi" and out["doi"] is None:
+            out["doi"] = value
+    if out["version"] is None:
+        out["version"] = _int(meta.findtext("article-version"))
+    return out
+
+
+def _journal(front: etree._Element | None) -> str | None:
+    if front is None:
+        return None
+    jm = front.find("journal-meta")
+    if jm is None:
+        return None
+    for path in ("journal-title-group/journal-title", "journal-title", "journal-id"):
+        el = jm.find(path)
+        if el is not None:
+            t = text_of(el)
+            if t:
+                return t
+    return None
+
+
+# ======================================================================================
+# Media resolution
+# ======================================================================================
+_EXT_RANK = {".jpg": 0, ".jpeg": 1, ".png": 2, ".gif": 3, ".tif": 4, ".tiff": 5}
+
+
+class _MediaIndex:
+    """Look up a graphic href among the available media file names."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.exact: dict[str, str] = {}
+        self.lower: dict[str, str] = {}
+        self.stem: dict[str, list[str]] = {}
+        self.stem_lower: dict[str, list[str]] = {}
+        for name in names:
+            base = _basename(name)
+            self.exact.setdefault(base, name)
+            self.lower.setdefault(base.lower(), name)
+            stem = _stem(base)
+            self.stem.setdefault(stem, []).append(name)
+            self.stem_lower.setdefault(stem.lower(), []).append(name)
+
+    @staticmethod
+    def _best(cands: list[str]) -> str:
+        return min(cands, key=lambda n: (_EXT_RANK.get(os.path.splitext(n)[1].lower(), 9), n))
+
+    def resolve(self, href: str) -> str | None:
+        base = _basename(href)
+        if not base:
+            return None
+        hit = self.exact.get(base)
+        if hit is not None:
+            return hit
+        for key in (base, _stem(base)):
+            cands = self.stem.get(key)
+            if cands:
+                return self._best(cands)
+        hit = self.lower.get(base.lower())
+        if hit is not None:
+            return hit
+        for key in (base.lower(), _stem(base).lower()):
+            cands = self.stem_lower.get(key)
+            if cands:
+                return self._best(cands)
+        return None
+
+
+def _basename(name: str) -> str:
+    return name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+
+
+def _stem(name: str) -> str:
+    root, ext = os.path.splitext(name)
+    return root if ext.lower() in _EXT_RANK or ext.lower() in {".eps", ".bmp", ".svg", ".webp"} else name
+
+
+def resolve_media(href: str, media_names: Sequence[str]) -> str | None:
+    """The media file name that a ``<graphic xlink:href>`` refers to, or None.
+
+    Exact name first; then the same name with any image extension (``.jpg`` preferred over
+    ``.jpeg``, ``.png``, ``.gif``, ``.tif``); then the same, case-insensitively.
+    """
+    return _MediaIndex(media_names).resolve(href)
+
+
+# ======================================================================================
+# The article walk
+# ======================================================================================
+_PARA_TAGS = ("p", "td", "th", "title")
+_SECTION_TAGS = ("sec", "app", "boxed-text", "ack", "abstract", "trans-abstract", "glossary", "sub-article")
+_DOI_PARA_RE = re.compile(r"^DOI:\s*\S+$")
+
+
+class _Walker:
+    """Extracts figures and mentions from one ``<article>`` (caches per paragraph / section)."""
+
+    def __init__(self, article: etree._Element, media: _MediaIndex | None, media_dir: str | None):
+        self.article = article
+        self.media = media
+        self.media_dir = media_dir
+        self._para: dict[etree._Element, tuple[int | None, str, str | None]] = {}
+        self._para_index: dict[etree._Element, int] | None = None
+        self._section: dict[etree._Element, str | None] = {}
+
+    # ---------------------------------------------------------------- figures
+    def figures(self) -> list[dict[str, Any]]:
+        figs: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        group_ids: dict[etree._Element, str] = {}
+        last_parent: str | None = None
+        for ordinal, fig in enumerate(self.article.iter("fig")):
+            fid = (fig.get("id") or "").strip()
+            synthetic = not fid or fid in seen
+            if synthetic:
+                fid = f"fig-auto-{ordinal}"
+            seen.add(fid)
+
+            group = fig.getparent()
+            group_id: str | None = None
+            group_caption = ""
+            if group is not None and group.tag == "fig-group":
+                if group not in group_ids:
+                    group_ids[group] = (group.get("id") or "").strip() or f"fig-group-auto-{len(group_ids)}"
+                group_id = group_ids[group]
+                group_caption = self._caption(group.find("caption"))[1]
+
+            is_child = (fig.get("specific-use") or "").lower() == "child-fig"
+            parent_id: str | None = None
+            if is_child:
+                parent_id = self._parent_of(fig, fid, group, seen) or last_parent
+            else:
+                last_parent = fid
+
+            title, caption = self._caption(fig.find("caption"))
+            if group_caption:
+                caption = f"{group_caption} {caption}".strip()
+            graphics = [g.get(XLINK_HREF) or "" for g in fig.iter("graphic")]
+            figs.append(
+                {
+                    "figure_id": fid,
+                    "figure_id_synthetic": synthetic,
+                    "ordinal": ordinal,
+                    "label": text_of(fig.find("label")) or None,
+                    "caption_title": title or None,
+                    "caption": caption or None,
+                    "fig_group_id": group_id,
+                    "parent_figure_id": parent_id,
+                    "graphics": graphics,
+                    "graphic_paths": [self._resolve(h) for h in graphics],
+                    "n_mentions": 0,
+                }
+            )
+        return figs
+
+    @staticmethod
+    def _parent_of(fig: etree._Element, fid: str, group: etree._Element | None, seen: set[str]) -> str | None:
+        if group is not None and group.tag == "fig-group":
+            for sib in group.iterchildren("fig"):
+                if sib is fig:
+                    break
+                if (sib.get("specific-use") or "").lower() != "child-fig" and sib.get("id"):
+                    return sib.get("id")
+        m = re.fullmatch(r"(.+?)s\d+", fid)
+        if m and m.group(1) in seen:
+            return m.group(1)
+        return None
+
+    def _caption(self, cap: etree._Element | None) -> tuple[str, str]:
+        """(title, caption) where caption = title + paragraphs (eLife "DOI:" lines dropped)."""
+        if cap is None:
+            return "", ""
+        parts: list[str] = []
+        title = ""
+        if cap.text and cap.text.strip():
+            parts.append(cap.text)
+        for child in cap:
+            tag = child.tag
+            if tag == "title":
+                title = text_of(child)
+                parts.append(title)
+            elif isinstance(tag, str):
+                t = text_of(child)
+                if not (tag == "p" and _DOI_PARA_RE.match(t)):
+                    parts.append(t)
+            if child.tail and child.tail.strip():
+                parts.append(child.tail)
+        return title, _norm(" ".join(parts))
+
+    def _resolve(self, href: str) -> str | None:
+        if self.media is None or not href:
+            return None
+        name = self.media.resolve(href)
+        if name is None:
+            return None
+        return os.path.join(self.media_dir, name) if self.media_dir else name
+
+    # ---------------------------------------------------------------- mentions
+    def mentions(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for xref in self.article.iter("xref"):
+            if xref.get("ref-type") != "fig":
+                continue
+            text = text_of(xref)
+            nxt = xref.getnext()
+            letters, extra = _xref_panels(text, xref.tail, nxt is None or nxt.tag == "xref")
+            index, para, section = self._paragraph_info(xref)
+            out.append(
+                {
+                    "ordinal": len(out),
+                    "text": text,
+                    "figure_ids": (xref.get("rid") or "").split(),
+                    "panels": _ordered(letters + extra) if extra or len(letters) > 1 else letters,
+                    "paragraph_index": index,
+                    "paragraph": para,
+                    "section": section,
+                }
+            )
+        return out
+
+    def _paragraph_info(self, xref: etree._Element) -> tuple[int | None, str, str | None]:
+        """(index, text, section title) of the block enclosing ``xref`` -- cached per block."""
+        el = next(xref.iterancestors(*_PARA_TAGS), None)
+        if el is None:
+            el = xref.getparent()
+            if el is None:
+                return None, text_of(xref), None
+        info = self._para.get(el)
+        if info is None:
+            if self._para_index is None:
+                self._para_index = {p: i for i, p in enumerate(self.article.iter(*_PARA_TAGS))}
+            info = self._para[el] = (self._para_index.get(el), text_of(el), self._section_of(el))
+        return info
+
+    def _section_of(self, el: etree._Element) -> str | None:
+        for anc in el.iterancestors(*_SECTION_TAGS):
+            if anc in self._section:
+                name = self._section[anc]
+            elif anc.tag == "sub-article":
+                name = text_of(anc.find("front-stub/title-group/article-title")) or None
+            else:
+                title = anc.find("title")
+                name = text_of(title) if title is not None else None
+                if not name and anc.tag == "abstract":
+                    name = "Abstract"
+            self._section[anc] = name
+            if name or anc.tag == "sub-article":
+                return name
+        return None
+
+
+class _Linker:
+    """Figure ids an xref's rids point to (a rid naming a fig-group means all its members)."""
+
+    def __init__(self, figures: Sequence[Mapping[str, Any]]) -> None:
+        self.ids = {f["figure_id"] for f in figures if not f["figure_id_synthetic"]}
+        self.groups: dict[str, list[str]] = {}
+        for f in figures:
+            if f["fig_group_id"]:
+                self.groups.setdefault(f["fig_group_id"], []).append(f["figure_id"])
+
+    def targets(self, rids: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        for rid in rids:
+            if rid in self.ids:
+                out.append(rid)
+            else:
+                out.extend(self.groups.get(rid, ()))
+        return list(dict.fromkeys(out)) if len(out) > 1 else out
+
+
+def _parse_tree(
+    root: etree._Element,
+    *,
+    media_names: Sequence[str],
+    media_dir: str | None,
+    pmcid: str | None,
+    version: int | None,
+    xml_path: str | None,
+) -> ParsedArticle:
+    article = _find_article(root)
+    front = article.find("front")
+    meta = front.find("article-meta") if front is not None else None
+    ids = _ids(meta)
+    if ids["pmcid"] is None and article is not root:
+        # OAI-PMH header: <identifier>oai:pubmedcentral.nih.gov:156895</identifier>
+        ident = next((el.text for el in root.iter("{*}identifier") if el.text), None)
+        if ident and ident.rsplit(":", 1)[-1].isdigit():
+            ids["pmcid"] = f"PMC{int(ident.rsplit(':', 1)[-1])}"
+    pmcid_final = _norm_pmcid(pmcid)[0] if pmcid else ids["pmcid"]
+    version_final = int(version) if version is not None else (ids["version"] or 1)
+    article_uid = f"{pmcid_final}.{version_final}" if pmcid_final else None
+
+    title = text_of(meta.find("title-group/article-title")) if meta is not None else ""
+    pub_date, year = _pub_date(meta)
+    lic_code, lic_url = _license(meta)
+    retraction = _retraction(article, meta, title)
+
+    if media_dir and not media_names:
+        try:
+            media_names = sorted(os.listdir(media_dir))
+        except OSError:
+            media_names = ()
+    media = _MediaIndex(media_names) if media_names else None
+    walker = _Walker(article, media, media_dir)
+    figures = walker.figures()
+    mentions = walker.mentions()
+
+    # Link mentions to figures (rid may name a figure or a fig-group).
+    by_id = {f["figure_id"]: f for f in figures}
+    targets_of: list[list[str]] = []
+    linker = _Linker(figures)
+    for m in mentions:
+        targets = linker.targets(m["figure_ids"])
+        targets_of.append(targets)
+        for fid in targets:
+            by_id[fid]["n_mentions"] += 1
+
+    for f in figures:
+        f.update(pmcid=pmcid_final, version=version_final, article_uid=article_uid, chunk=None)
+        f["figure_uid"] = f"{article_uid}/{f['figure_id']}" if article_uid else None
+    for m, targets in zip(mentions, targets_of, strict=True):
+        m.update(pmcid=pmcid_final, article_uid=article_uid, chunk=None)
+        m["figure_uids"] = [f"{article_uid}/{t}" for t in targets] if article_uid else []
+        m["mention_uid"] = f"{article_uid}/m{m['ordinal']}" if article_uid else None
+
+    art = {
+        "article_uid": article_uid,
+        "pmcid": pmcid_final,
+        "version": version_final,
+        "chunk": None,
+        "pmid": ids["pmid"],
+        "doi": ids["doi"],
+        "title": title or None,
+        "journal": _journal(front),
+        "article_type": article.get("article-type"),
+        "pub_date": pub_date,
+        "year": year,
+        "license_code": lic_code,
+        "license_url": lic_url,
+        "is_retracted": retraction is not None,
+        "retraction_source": retraction,
+        "n_figures": len(figures),
+        "n_mentions": len(mentions),
+        "xml_path": xml_path,
+    }
+    return ParsedArticle(art, figures, mentions, xml_ids=ids)
+
+
+def parse_bytes(
+    data: bytes,
+    *,
+    media_names: Sequence[str] = (),
+    media_dir: str | None = None,
+    pmcid: str | None = None,
+    version: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    xml_path: str | None = None,
+) -> ParsedArticle:
+    """Parse one JATS article (or OAI-PMH GetRecord answer) from bytes.
+
+    ``media_names``: file names available for the article (graphic hrefs are resolved against
+    them; ``media_dir`` is joined to the resolved name).  ``pmcid`` / ``version`` override the
+    XML's.  Raises :class:`JatsError` for oversized, unsafe, malformed or non-JATS input.
+    """
+    if len(data) > max_bytes:
+        raise JatsError("xml_too_large", f"{len(data)} bytes > limit {max_bytes}")
+    root = _parse_root(data)
+    return _parse_tree(
+        root, media_names=media_names, media_dir=media_dir, pmcid=pmcid, version=version, xml_path=xml_path
+    )
+
+
+def parse_file(
+    path: str | os.PathLike[str],
+    *,
+    media_names: Sequence[str] = (),
+    media_dir: str | None = None,
+    pmcid: str | None = None,
+    version: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> ParsedArticle:
+    """Parse one JATS file (see :func:`parse_bytes`); the size limit is checked before reading."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise JatsError("xml_too_large", f"{path}: {size} bytes > limit {max_bytes}")
+        data = p.read_bytes()
+    except OSError as exc:
+        raise JatsError("xml_unreadable", f"{path}: {exc}") from None
+    return parse_bytes(
+        data,
+        media_names=media_names,
+        media_dir=media_dir,
+        pmcid=pmcid,
+        version=version,
+        max_bytes=max_bytes,
+        xml_path=str(path),
+    )
+
+
+# ======================================================================================
+# The chunk stage
+# ======================================================================================
+def _max_bytes(cfg: Mapping[str, Any]) -> int:
+    mb = float((cfg.get("parse") or {}).get("max_xml_mb", DEFAULT_MAX_BYTES / 2**20))
+    return int(mb * 2**20)
+
+
+def _merge_source(art: dict[str, Any], row: Mapping[str, Any]) -> None:
+    """Source metadata (ACQUIRED) wins over the XML; retraction signals are OR-ed."""
+    for key in ("pmid", "doi", "license_code"):
+        if row.get(key):
+            art[key] = row[key]
+    if row.get("is_retracted"):
+        art["is_retracted"] = True
+        art["retraction_source"] = "metadata"
+
+
+def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: str) -> dict[str, Any]:
+    """Parse every acquired article of one chunk.
+
+    Writes ``articles.parquet``, ``figures.parquet``, ``mentions.parquet``, ``rejections.parquet``
+    and ``counts.json`` into ``out_dir`` and returns the counts record.
+    """
+    max_bytes = _max_bytes(cfg)
+    rows = read_rows(acquired_path)
+    rej = Rejections("parse", chunk)
+    articles: list[dict[str, Any]] = []
+    figures: list[dict[str, Any]] = []
+    mentions: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    stats = {"figures": 0, "mentions": 0, "mentions_with_panels": 0, "mentions_unlinked": 0,
+             "graphics": 0, "graphics_unresolved": 0, "figure_ids_synthetic": 0, "pmcid_mismatch": 0}
+
+    for row in rows:
+        uid = str(row["article_uid"])
+        pmcid = str(row["pmcid"])
+        if uid in seen:
+            rej.add(uid, "duplicate_article", "article_uid listed twice in ACQUIRED", pmcid)
+            continue
+        seen.add(uid)
+        media = [m for m in (row.get("media") or []) if m and m.get("name")]
+        path_of = {m["name"]: m.get("path") for m in media}
+        try:
+            parsed = parse_file(
+                row["xml_path"],
+                media_names=list(path_of),
+                pmcid=pmcid,
+                version=row.get("version"),
+                max_bytes=max_bytes,
+            )
+        except JatsError as exc:
+            rej.add(uid, exc.reason, exc.detail, pmcid)
+            continue
+
+        art = parsed.article
+        if parsed.xml_ids.get("pmcid") and parsed.xml_ids["pmcid"] != art["pmcid"]:
+            stats["pmcid_mismatch"] += 1
+        _merge_source(art, row)
+        art.update(article_uid=uid, chunk=chunk)
+        articles.append(art)
+        for f in parsed.figures:
+            f.update(article_uid=uid, chunk=chunk, figure_uid=f"{uid}/{f['figure_id']}")
+            f["graphic_paths"] = [path_of.get(n) if n else None for n in f["graphic_paths"]]
+            stats["graphics"] += len(f["graphics"])
+            stats["graphics_unresolved"] += sum(p is None for p in f["graphic_paths"])
+            stats["figure_ids_synthetic"] += bool(f["figure_id_synthetic"])
+            figures.append(f)
+        for m in parsed.mentions:
+            targets = [u.split("/", 1)[1] for u in m["figure_uids"]]
+            m.update(article_uid=uid, chunk=chunk, mention_uid=f"{uid}/m{m['ordinal']}")
+            m["figure_uids"] = [f"{uid}/{t}" for t in targets]
+            stats["mentions_with_panels"] += bool(m["panels"])
+            stats["mentions_unlinked"] += not m["figure_uids"]
+            mentions.append(m)
+    stats["figures"] = len(figures)
+    stats["mentions"] = len(mentions)
+
+    record = counts_record("parse", len(rows), len(articles), rej.by_reason(), chunk=chunk, extra=stats)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_table(articles, S.ARTICLES, out / "articles.parquet")
+    write_table(figures, S.FIGURES, out / "figures.parquet")
+    write_table(mentions, S.MENTIONS, out / "mentions.parquet")
+    rej.write(out / "rejections.parquet")
+    write_counts(out / "counts.json", record)
+    return record
+
+
+# ======================================================================================
+# Command line
+# ======================================================================================
+def cli(argv: Sequence[str]) -> int:
+    """``pmcflow jats FILE...``: one JSON object per figure per line."""
+    ap = argparse.ArgumentParser(prog="pmcflow jats", description="Parse JATS files; print figures as JSON lines.")
+    ap.add_argument("files", nargs="+", metavar="FILE")
+    ap.add_argument("--media-dir", default=None, help="Directory holding the article's media files.")
+    ap.add_argument("--max-xml-mb", type=float, default=DEFAULT_MAX_BYTES / 2**20)
+    args = ap.parse_args(list(argv))
+    failed = 0
+    for path in args.files:
+        try:
+            parsed = parse_file(path, media_dir=args.media_dir, max_bytes=int(args.max_xml_mb * 2**20))
+        except JatsError as exc:
+            print(f"pmcflow jats: {path}: {exc.reason}: {exc.detail}", file=sys.stderr)
+            failed += 1
+            continue
+        by_fig: dict[str, list[dict[str, Any]]] = {f["figure_id"]: [] for f in parsed.figures}
+        linker = _Linker(parsed.figures)
+        for m in parsed.mentions:
+            for fid in linker.targets(m["figure_ids"]):
+                by_fig[fid].append({"text": m["text"], "figure_ids": m["figure_ids"], "panels": m["panels"]})
+        for f in parsed.figures:
+            rec = {
+                "pmcid": parsed.article["pmcid"],
+                "figure_id": f["figure_id"],
+                "label": f["label"],
+                "caption": f["caption"],
+                "graphics": f["graphics"],
+                "mentions": by_fig[f["figure_id"]],
+            }
+            sys.stdout.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return 1 if failed else 0
+
+
+def cli_parse_chunk(argv: Sequence[str]) -> int:
+    """``pmcflow parse-chunk --chunk C --acquired acquired.parquet --out DIR``."""
+    from pmcflow.config import add_config_args, config_from_args
+
+    ap = argparse.ArgumentParser(prog="pmcflow parse-chunk", description="Parse one acquired chunk.")
+    add_config_args(ap)
+    ap.add_argument("--chunk", required=True)
+    ap.add_argument("--acquired", required=True, help="ACQUIRED parquet of the chunk.")
+    ap.add_argument("--out", required=True, help="Output directory.")
+    args = ap.parse_args(list(argv))
+    cfg = config_from_args(args)
+    record = parse_chunk(cfg, args.chunk, args.acquired, args.out)
+    print(json.dumps(record, sort_keys=True))
+    return 0
