@@ -81,14 +81,16 @@ def make_backend(cfg: Mapping[str, Any], transport: Transport | None = None) -> 
     raise ValueError(f"unknown source.backend {backend!r}")
 
 
-def _fetch_legacy(backend: Backend, key: str, fn: Any) -> Any:
-    """Run ``fn(key)``; on 404 under a base without ``deprecated/``, retry under ``deprecated/``."""
+def _fetch_legacy(backend: Backend, key: str, fn: Any) -> tuple[str, Any]:
+    """``(key used, fn(key))``; on 404 under a base without ``deprecated/``, retry under ``deprecated/``."""
+    first = ftp.legacy_key(backend.base, key)
     try:
-        return fn(ftp.legacy_key(backend.base, key))
+        return first, fn(first)
     except FetchError as e:
-        if e.reason != "not_found" or ftp.base_is_deprecated(backend.base) or key.startswith("deprecated/"):
+        if e.reason != "not_found" or ftp.base_is_deprecated(backend.base) or first.startswith("deprecated/"):
             raise
-        return fn(f"{ftp.DEPRECATED}/{key.lstrip('/')}")
+        moved = f"{ftp.DEPRECATED}/{first}"
+        return moved, fn(moved)
 
 
 # --------------------------------------------------------------------------------- listing
@@ -176,9 +178,9 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
                 candidates.append(_listing_row(r, backend.source, span))
         else:
             name = cfg["source"]["ftp"]["file_list"]
-            data = _fetch_legacy(backend, name, backend.transport.get)
+            list_key, data = _fetch_legacy(backend, name, backend.transport.get)
             fl = ftp.parse_file_list(name, data)
-            info["file_list"] = name
+            info["file_list"] = list_key
             if fl.generated:
                 info["file_list_generated"] = fl.generated
             n_in = len(fl.rows) + len(fl.problems)
@@ -373,7 +375,7 @@ def _unpack(ctx: ChunkContext, row: Mapping[str, Any], art_dir: Path) -> dict[st
     t, pmcid = ctx.backend.transport, row["pmcid"]
     pkg = ctx.cache / ".packages" / f"{pmcid}.tar.gz"
     try:
-        _fetch_legacy(ctx.backend, row["key"], lambda k: t.download(k, pkg))
+        used_key, _ = _fetch_legacy(ctx.backend, row["key"], lambda k: t.download(k, pkg))
     except FetchError as e:
         raise Rejected(_fetch_reason(e, "package_missing"), e.detail) from e
 
@@ -402,6 +404,7 @@ def _unpack(ctx: ChunkContext, row: Mapping[str, Any], art_dir: Path) -> dict[st
         files.append({"name": f.name, "md5": f.md5, "size": f.size})
     man = {
         "package": row["key"],
+        "package_url": t.location(used_key),
         "article_uid": uid,
         "xml": xmls[0] if xmls else None,
         "files": files,
@@ -449,7 +452,7 @@ def _acquire_ftp(ctx: ChunkContext, row: Mapping[str, Any]) -> dict[str, Any]:
         "version": int(row["version"]),
         "chunk": ctx.chunk,
         "source": ctx.backend.source,
-        "source_url": ctx.backend.transport.location(ftp.legacy_key(ctx.backend.base, row["key"])),
+        "source_url": man.get("package_url"),
         "pmid": row.get("pmid"),
         "doi": None,
         "citation": row.get("citation"),
