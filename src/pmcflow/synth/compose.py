@@ -12,7 +12,7 @@ into a JSON-able :class:`FigureSpec`; ``compose(spec, panels)`` is the determini
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,30 @@ class PanelSpec:
     label: LabelSpec | None
     inset: dict[str, Any] | None = None  # zoomed inset: {"x","y","w","h","crop","border"}
 
+    def to_record(self) -> dict[str, Any]:
+        lab = self.label
+        return {
+            "bbox": [self.x, self.y, self.w, self.h],
+            "modality": self.modality,
+            "source_id": self.source_id,
+            "crop": list(self.crop),
+            "transpose": self.transpose,
+            "jitter": None if self.jitter is None else list(self.jitter),
+            "border": None if self.border is None else [self.border[0], list(self.border[1])],
+            "inset": self.inset,
+            "label": None
+            if lab is None
+            else {
+                "text": lab.text,
+                "xy": [lab.x, lab.y],
+                "font": lab.font,
+                "size": lab.size,
+                "color": list(lab.color),
+                "box_color": None if lab.box_color is None else list(lab.box_color),
+                "bbox": list(lab.bbox),
+            },
+        }
+
 
 @dataclass
 class FigureSpec:
@@ -67,8 +91,17 @@ class FigureSpec:
     panels: list[PanelSpec] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
-        d = asdict(self)
-        return d
+        """A JSON-able dict of every parameter (hand-written: ``asdict`` is slow on hot paths)."""
+        return {
+            "width": self.width,
+            "height": self.height,
+            "background": list(self.background),
+            "figure_modality": self.figure_modality,
+            "grammar": self.grammar,
+            "placement": self.placement,
+            "layout": self.layout,
+            "panels": [p.to_record() for p in self.panels],
+        }
 
 
 @dataclass(frozen=True)
@@ -120,10 +153,7 @@ def _label_font_size(rng: np.random.Generator, width: int, height: int) -> int:
     return int(rng.integers(max(9, round(0.026 * s)), max(11, round(0.055 * s)) + 1))
 
 
-def _text_size(font_name: str, size: int, text: str) -> tuple[int, int, int, int]:
-    """(offset_x, offset_y, w, h) of ``text``'s ink relative to the draw origin."""
-    l_, t, r, b = L.font(font_name, size).getbbox(text)
-    return l_, t, r - l_, b - t
+_text_size = L.text_size
 
 
 def _place_label(
@@ -196,7 +226,8 @@ def sample_figure(
     bg = _choice_weighted(rng, params.backgrounds)
     if labels is not None and n_panels is None:
         n_panels = max(1, len(labels))
-    unlabeled = labels is None and rng.random() < params.unlabeled_rate
+    # labels=[] forces an unlabelled figure (a single-panel figure whose caption names no panel)
+    unlabeled = rng.random() < params.unlabeled_rate if labels is None else len(labels) == 0
     grammar = None if unlabeled or labels is not None else _choice(rng, L.GRAMMARS)
     placement = None if unlabeled else _choice(rng, L.PLACEMENTS)
     font_name = _choice(rng, L.FONTS)
@@ -298,16 +329,15 @@ def _choice_weighted(rng: np.random.Generator, items: Sequence[tuple[Any, float]
     return items[int(rng.choice(len(items), p=w / w.sum()))][0]
 
 
-def _jitter_lut(offset: float, gain: float) -> list[int]:
+def _jitter_lut(offset: float, gain: float) -> np.ndarray:
     v = np.clip((np.arange(256, dtype=np.float64) - 128.0) * gain + 128.0 + offset, 0, 255)
-    lut = [int(x) for x in np.round(v)]
-    return lut * 3
+    return np.round(v).astype(np.uint8)
 
 
 def _render_panel(src: Image.Image, w: int, h: int, crop: Sequence[float], transpose: int | None) -> Image.Image:
     rotated = transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270)
     size = (h, w) if rotated else (w, h)
-    out = src.resize(size, Image.Resampling.BILINEAR, box=tuple(crop), reducing_gap=None)
+    out = src.resize(size, Image.Resampling.BILINEAR, box=tuple(crop), reducing_gap=1.0)
     if transpose is not None:
         out = out.transpose(Image.Transpose(transpose))
     return out
@@ -323,7 +353,7 @@ def compose(spec: FigureSpec, panels: Sequence[Image.Image]) -> tuple[Image.Imag
     for p, src in zip(spec.panels, panels, strict=True):
         tile = _render_panel(src, p.w, p.h, p.crop, p.transpose)
         if p.jitter is not None:
-            tile = tile.point(_jitter_lut(*p.jitter))
+            tile = Image.fromarray(_jitter_lut(*p.jitter)[np.asarray(tile)], "RGB")
         canvas.paste(tile, (p.x, p.y))
         if p.inset is not None:
             ins = p.inset
@@ -355,7 +385,8 @@ def compose(spec: FigureSpec, panels: Sequence[Image.Image]) -> tuple[Image.Imag
                 mean = float(np.asarray(patch).mean())
                 color = (0, 0, 0) if mean > 110 else (255, 255, 255)
                 lab.color = color  # recorded as drawn
-            draw.text((lab.x, lab.y), lab.text, font=L.font(lab.font, lab.size), fill=color)
+            mask, (ox, oy) = L.text_mask(lab.font, lab.size, lab.text)
+            canvas.paste(color, (lab.x + ox, lab.y + oy, lab.x + ox + mask.width, lab.y + oy + mask.height), mask)
             ann["label"] = lab.text
             ann["label_bbox"] = list(lab.bbox)
         anns.append(ann)

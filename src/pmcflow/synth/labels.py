@@ -27,7 +27,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from PIL import ImageFont
+from PIL import Image, ImageDraw, ImageFont
 
 GRAMMARS: tuple[str, ...] = (
     "num",
@@ -63,6 +63,23 @@ def font(name: str, size: int) -> ImageFont.FreeTypeFont:
     if name not in FONTS:
         raise ValueError(f"unknown font {name!r}; shipped: {FONTS}")
     return ImageFont.truetype(str(FONT_DIR / f"{name}.ttf"), size)
+
+
+@lru_cache(maxsize=8192)
+def text_size(name: str, size: int, text: str) -> tuple[int, int, int, int]:
+    """(offset_x, offset_y, width, height) of ``text``'s ink relative to the draw origin."""
+    l_, t, r, b = font(name, size).getbbox(text)
+    return l_, t, r - l_, b - t
+
+
+@lru_cache(maxsize=8192)
+def text_mask(name: str, size: int, text: str) -> tuple[Image.Image, tuple[int, int]]:
+    """The rendered (anti-aliased) mask of ``text`` and its offset from the draw origin (cached)."""
+    f = font(name, size)
+    l_, t, r, b = f.getbbox(text)
+    im = Image.new("L", (max(1, r - l_), max(1, b - t)), 0)
+    ImageDraw.Draw(im).text((-l_, -t), text, font=f, fill=255)
+    return im, (l_, t)
 
 
 def letters(k: int, upper: bool = False) -> str:

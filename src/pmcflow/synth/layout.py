@@ -17,7 +17,7 @@ Outside labels reserve a band above (``outside_top``) or left of (``outside_left
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -59,9 +59,20 @@ class Layout:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["slots"] = [[s.x, s.y, s.w, s.h] for s in self.slots]
-        return d
+        return {
+            "width": self.width,
+            "height": self.height,
+            "kind": self.kind,
+            "structure": list(self.structure),
+            "slots": [[s.x, s.y, s.w, s.h] for s in self.slots],
+            "gap_x": self.gap_x,
+            "gap_y": self.gap_y,
+            "margins": list(self.margins),
+            "aspect_mode": self.aspect_mode,
+            "align": self.align,
+            "reserve": list(self.reserve),
+            "meta": dict(self.meta),
+        }
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,8 @@ def decode_image(
             raise BadImage("decompression_bomb", str(e)) from None
         except UnidentifiedImageError as e:
             raise BadImage("corrupt", str(e)) from None
+        except FileNotFoundError as e:
+            raise BadImage("missing", str(e)) from None
         except (OSError, SyntaxError, ValueError) as e:
             raise BadImage("corrupt", str(e)) from None
         w, h = im.size
