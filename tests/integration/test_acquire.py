@@ -35,8 +35,6 @@ from pmcflow.pmc.layout import (
 from pmcflow.pmc.mockserver import Fault, MockPMCServer
 from pmcflow.tables import read_counts
 
-pytestmark = pytest.mark.network
-
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "pmc"
 XML_A = (FIX / "PMC2775662.xml").read_bytes()
 XML_B = (FIX / "PMC3339583.xml").read_bytes()
@@ -186,6 +184,7 @@ def cloud_root(tmp_path):
 PMCIDS = ["PMC2775662", "PMC3339583", "PMC2599765"] + [f"PMC10000{i}" for i in range(1, 9)] + ["PMC999"]
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("listing", ["inventory", "list-objects", "pmcids"])
 def test_cloud_three_listing_modes(cloud_root, tmp_path, monkeypatch, listing):
     root, files = cloud_root
@@ -218,6 +217,7 @@ def test_cloud_three_listing_modes(cloud_root, tmp_path, monkeypatch, listing):
     assert a["source_url"].startswith(srv.url)
 
 
+@pytest.mark.network
 def test_cloud_every_fault_type_and_rerun_resumes(cloud_root, tmp_path, monkeypatch):
     root, files = cloud_root
     monkeypatch.chdir(tmp_path)
@@ -266,6 +266,7 @@ def test_cloud_every_fault_type_and_rerun_resumes(cloud_root, tmp_path, monkeypa
         assert not kept_files & {r.target for r in srv.log}
 
 
+@pytest.mark.network
 def test_crash_mid_download_resumes_from_part_file(cloud_root, tmp_path, monkeypatch):
     root, files = cloud_root
     monkeypatch.chdir(tmp_path)
@@ -281,6 +282,7 @@ def test_crash_mid_download_resumes_from_part_file(cloud_root, tmp_path, monkeyp
     assert_files_verified(acquired, files)
 
 
+@pytest.mark.network
 def test_rate_limit_respected(cloud_root, tmp_path, monkeypatch):
     root, _ = cloud_root
     monkeypatch.chdir(tmp_path)
@@ -389,6 +391,7 @@ def _link(name: str) -> tarfile.TarInfo:
     return info
 
 
+@pytest.mark.network
 @pytest.mark.parametrize(("file_list", "base_suffix"), [
     ("oa_file_list.csv", "/pub/pmc/deprecated"),
     ("oa_file_list.txt", "/pub/pmc"),  # base without deprecated/: 404 fallback finds the moved tree
