@@ -32,6 +32,7 @@ rule acquire_chunk:
     output:
         articles=f"{RESULTS}/acquire/{{chunk}}/articles.parquet",
         rejections=f"{RESULTS}/acquire/{{chunk}}/rejections.parquet",
+        media_rejections=f"{RESULTS}/acquire/{{chunk}}/media_rejections.parquet",
         counts=f"{RESULTS}/acquire/{{chunk}}/counts.json",
     params:
         digest=lambda wc: chunk_digest(wc.chunk),
@@ -44,6 +45,9 @@ rule acquire_chunk:
     resources:
         mem_mb=2000,
         runtime=720,
+        # One token per job that talks to PMC: with `--resources pmc_http=1` (the profiles set
+        # it) parallel chunks share NCBI's request-rate limit instead of multiplying it.
+        pmc_http=1,
     conda:
         ENV
     script:
@@ -54,11 +58,13 @@ rule acquire_summary:
     input:
         counts=per_chunk(f"{RESULTS}/acquire/{{chunk}}/counts.json"),
         rejections=per_chunk(f"{RESULTS}/acquire/{{chunk}}/rejections.parquet"),
+        media_rejections=per_chunk(f"{RESULTS}/acquire/{{chunk}}/media_rejections.parquet"),
         listing_counts=f"{RESULTS}/listing/counts.json",
         listing_rejections=f"{RESULTS}/listing/rejections.parquet",
     output:
         counts=f"{RESULTS}/acquire/counts.json",
         rejections=f"{RESULTS}/acquire/rejections.parquet",
+        media_rejections=f"{RESULTS}/acquire/media_rejections.parquet",
     params:
         stage="acquire",
     log:
