@@ -275,3 +275,20 @@ def test_cli_train_xycut(tmp_path: Path, grid_ds: Path, capsys: pytest.CaptureFi
     rec = json.loads((tmp_path / "train_result.json").read_text())
     assert rec["backend"] == "xycut" and rec["params"]["min_gutter_px"] == 4
     assert Path(rec["checkpoint"]).is_file()
+
+
+def test_xycut_splits_abutting_panels_at_seams(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    img = np.full((120, 200, 3), 255, np.uint8)
+    img[10:110, 10:100] = (rng.normal(60, 6, (100, 90, 3))).clip(0, 255).astype(np.uint8)  # dark texture
+    img[10:110, 100:190] = (
+        (rng.normal(190, 6, (100, 90, 3))).clip(0, 255).astype(np.uint8)
+    )  # light texture, no gap
+    img[50, 20:90] = 255  # a thin line inside a panel is not a seam
+    Image.fromarray(img).save(tmp_path / "abut.png")
+    gt = np.array([[10, 10, 90, 100], [100, 10, 90, 100]], float)
+    (boxes,) = get_detector("xycut").predict([tmp_path / "abut.png"], score_threshold=0.0)
+    assert len(boxes) == 2
+    assert (iou_matrix(np.array([[b.x, b.y, b.w, b.h] for b in boxes]), gt).max(axis=0) > 0.9).all()
+    (merged,) = get_detector("xycut", seam_split=False).predict([tmp_path / "abut.png"], score_threshold=0.0)
+    assert len(merged) == 1

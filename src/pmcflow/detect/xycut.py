@@ -7,9 +7,12 @@
    rows (or columns) whose foreground fraction is at most ``gutter_max_fill``; cut along the axis
    holding the widest gutter, at every gutter on that axis; recurse into each piece.  Pieces smaller
    than the minimum panel size (stray panel labels, specks) are dropped.
+   Where a region has no gutter, it is cut at straight colour *seams* instead (``seam_split``):
+   boundaries where at least ``seam_min_frac`` of the rows (columns) change abruptly and stay
+   changed two pixels on -- abutting panels with no whitespace between them.
 3. A leaf is a panel.  Its score grows with the width of the weakest gutter that isolated it:
-   ``0.5 + 0.5 * min(1, width / (3 * min_gutter))``; a figure with no gutter at all is one panel
-   with score 0.5.
+   ``0.5 + 0.5 * min(1, width / (3 * min_gutter))`` (a seam counts ``0.6 * its edge fraction``);
+   a figure with no gutter or seam at all is one panel with score 0.5.
 
 Training records the parameters; with ``tune=true`` it grid-searches ``min_gutter_px`` and
 ``bg_tolerance`` on the training set for the best F1@0.5.
@@ -50,6 +53,10 @@ DEFAULTS: dict[str, Any] = {
     "min_panel_frac": 0.04,  # minimum panel side as a fraction of the shorter image side
     "min_panel_px": 12,  # ... and in pixels at work scale
     "max_depth": 8,
+    "seam_split": True,  # where no gutter exists, also cut at straight full-length colour seams
+    "seam_tol": 24,  # per-channel jump that counts as an edge pixel
+    "seam_min_frac": 0.9,  # fraction of the seam's length that must be an edge
+    "seam_min_contrast": 0.3,  # ... and by how much it must exceed its neighbourhood's edge fraction
     "min_density": 0.002,  # leaves with less foreground than this fraction are dropped
     # training-time tuning
     "tune": False,
@@ -86,11 +93,44 @@ def _gutters(profile: np.ndarray, max_fill: float, min_width: int) -> list[tuple
     return runs
 
 
-class XYCut:
-    """The cut itself, on a foreground mask; boxes in mask pixels."""
+def _seams(
+    region: np.ndarray, tol: float, min_frac: float, min_contrast: float, min_seg: float
+) -> list[tuple[int, float]]:
+    """Straight seams across ``region`` (h, w, 3 int16) between columns: ``(boundary, strength)``.
 
-    def __init__(self, p: dict[str, Any]) -> None:
+    A boundary between columns ``i`` and ``i + 1`` is a seam when at least ``min_frac`` of the rows
+    jump by more than ``tol`` there *and* still differ between columns ``i - 1`` and ``i + 2`` (a
+    step edge, not a thin line such as a plot axis), and that fraction exceeds the median of the 17
+    nearest boundaries by ``min_contrast`` (noisy textures have edges everywhere).  Seams closer than ``min_seg`` to each other or
+    to the region edge are not used.
+    """
+    w = region.shape[1]
+    if w < 2 * min_seg or w < 6:
+        return []
+    step = (np.abs(region[:, 1:] - region[:, :-1]).max(axis=-1) > tol).mean(axis=0)  # boundary i | i+1
+    wide = (np.abs(region[:, 3:] - region[:, :-3]).max(axis=-1) > tol).mean(axis=0)  # cols i-1 vs i+2
+    # Contrast with the neighbourhood, so noisy textures (edges everywhere) do not make seams.
+    local = np.median(np.lib.stride_tricks.sliding_window_view(np.pad(step, 8, mode="edge"), 17), axis=-1)
+    score = np.zeros(w - 1)
+    score[1 : w - 2] = np.minimum(step[1 : w - 2], wide)
+    score[score - local < min_contrast] = 0.0
+    chosen: list[tuple[int, float]] = []
+    for i in np.argsort(-score, kind="stable"):
+        if score[i] < min_frac:
+            break
+        b = int(i) + 1
+        if b < min_seg or w - b < min_seg or any(abs(b - c) < min_seg for c, _ in chosen):
+            continue
+        chosen.append((b, float(score[i])))
+    return sorted(chosen)
+
+
+class XYCut:
+    """The cut itself, on a foreground mask (and the RGB image for seams); boxes in mask pixels."""
+
+    def __init__(self, p: dict[str, Any], rgb: np.ndarray | None = None) -> None:
         self.p = p
+        self.rgb = None if rgb is None else rgb.astype(np.int16)
 
     def run(self, mask: np.ndarray) -> list[tuple[float, float, float, float, float]]:
         h, w = mask.shape
@@ -155,6 +195,12 @@ class XYCut:
                     else:
                         self._cut(mask, a, ty0, b, ty1, depth + 1, s, out)
                 return
+            if (
+                p["seam_split"]
+                and self.rgb is not None
+                and self._seam_cut(mask, tx0, ty0, tx1, ty1, depth, strength, out)
+            ):
+                return
         bw, bh = tx1 - tx0, ty1 - ty0
         if bw < self.min_panel or bh < self.min_panel:
             return
@@ -162,6 +208,45 @@ class XYCut:
             return
         score = 0.5 if strength is None else 0.5 + 0.5 * strength
         out.append((float(tx0), float(ty0), float(bw), float(bh), score))
+
+    def _seam_cut(
+        self,
+        mask: np.ndarray,
+        x0: int,
+        y0: int,
+        x1: int,
+        y1: int,
+        depth: int,
+        strength: float | None,
+        out: list[tuple[float, float, float, float, float]],
+    ) -> bool:
+        """Cut the region at colour seams (the axis with the stronger seams); False if none."""
+        assert self.rgb is not None
+        region = self.rgb[y0:y1, x0:x1]
+        tol, frac, con = (
+            float(self.p["seam_tol"]),
+            float(self.p["seam_min_frac"]),
+            float(self.p["seam_min_contrast"]),
+        )
+        by_x = _seams(region, tol, frac, con, self.min_panel)
+        by_y = _seams(region.transpose(1, 0, 2), tol, frac, con, self.min_panel)
+        options = [(max(sc for _, sc in c), axis, c) for axis, c in (("x", by_x), ("y", by_y)) if c]
+        if not options:
+            return False
+        _, axis, seams = max(options, key=lambda o: o[0])
+        length = (x1 - x0) if axis == "x" else (y1 - y0)
+        bounds = [0] + [b for b, _ in seams] + [length]
+        for k in range(len(bounds) - 1):
+            near = [sc for j, (_, sc) in enumerate(seams) if j in (k - 1, k)]
+            # Seams are weaker evidence than whitespace gutters: strength at most 0.6.
+            sk = 0.6 * min(near)
+            sk = sk if strength is None else min(strength, sk)
+            a, b = bounds[k], bounds[k + 1]
+            if axis == "x":
+                self._cut(mask, x0 + a, y0, x0 + b, y1, depth + 1, sk, out)
+            else:
+                self._cut(mask, x0, y0 + a, x1, y0 + b, depth + 1, sk, out)
+        return True
 
 
 class XYCutDetector(EvaluateMixin):
@@ -189,8 +274,9 @@ class XYCutDetector(EvaluateMixin):
             if scale >= 1.0
             else img.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.BOX)
         )
-        mask = foreground_mask(np.asarray(work), float(p["bg_tolerance"]))
-        raw = XYCut(p).run(mask)
+        rgb = np.asarray(work)
+        mask = foreground_mask(rgb, float(p["bg_tolerance"]))
+        raw = XYCut(p, rgb).run(mask)
         sx, sy = w / work.width, h / work.height
         return [Box(x * sx, y * sy, bw * sx, bh * sy, s) for x, y, bw, bh, s in raw]
 
