@@ -101,8 +101,8 @@ def _seams(
     A boundary between columns ``i`` and ``i + 1`` is a seam when at least ``min_frac`` of the rows
     jump by more than ``tol`` there *and* still differ between columns ``i - 1`` and ``i + 2`` (a
     step edge, not a thin line such as a plot axis), and that fraction exceeds the median of the 17
-    nearest boundaries by ``min_contrast`` (noisy textures have edges everywhere).  Seams closer than ``min_seg`` to each other or
-    to the region edge are not used.
+    nearest boundaries by ``min_contrast`` (noisy textures have edges everywhere).  Seams closer
+    than ``min_seg`` to each other or to the region edge are not used.
     """
     w = region.shape[1]
     if w < 2 * min_seg or w < 6:
