@@ -1,0 +1,282 @@
+"""Caption -> subcaption for each subfigure, behind one interface chosen in config.
+
+Backends (``enrich.subcaption.backend``):
+
+``rules``         :func:`pmcflow.enrich.rules.split_caption` + :func:`~pmcflow.enrich.rules.assign`
+                  (CPU, no weights; the demo default).
+``transformers``  the paper's Figure 7 prompt through a local HF model (text-only models get the
+                  caption and the panel label instead of the image).
+``vllm``          the Figure 7 prompt, the subfigure image and the caption through vLLM on GPU
+                  (Qwen2.5-VL-32B-Instruct by default), batched with prefix caching.
+
+Every LLM answer is parsed from ``<caption>…</caption>`` and must be a verbatim substring of the
+caption (whitespace-normalised); otherwise it is replaced by the rules result (or the full caption)
+and the reason is recorded (see :mod:`pmcflow.enrich.validate`). Every result carries its
+provenance: source (``rules`` | ``vlm`` | ``fallback-full``), model, revision, prompt sha256 and
+sampling parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pmcflow.enrich.llm import Generator, GenRequest, ImageInput, make_generator
+from pmcflow.enrich.prompts import load_prompt, subcaption_text
+from pmcflow.enrich.rules import Assignment, Segment, assign, assign_detailed, segments_to_json, split_caption
+from pmcflow.enrich.text import normalize_ws
+from pmcflow.enrich.validate import check_subcaption
+
+__all__ = [
+    "Segment",
+    "split_caption",
+    "assign",
+    "SubcaptionRequest",
+    "SubcaptionResult",
+    "RulesSubcaptioner",
+    "LLMSubcaptioner",
+    "make_subcaptioner",
+    "DEFAULTS",
+    "cli",
+]
+
+# Proposed ``enrich.subcaption`` config defaults (docs/enrich.md lists them for the config schema).
+DEFAULTS: dict[str, Any] = {
+    "backend": "rules",
+    "prepend_lead": False,
+    "fallback": "rules",  # rules | full : what replaces a rejected LLM answer
+    "label_hint": "auto",  # auto (only for text-only models) | always | never
+    "model": "Qwen/Qwen2.5-VL-32B-Instruct",
+    "revision": None,
+    "gguf_file": None,
+    "device": "cpu",
+    "dtype": "float32",
+    "max_new_tokens": 512,
+    "batch_size": 4,
+    "vllm": {
+        "tensor_parallel_size": 1,
+        "max_model_len": 16384,
+        "gpu_memory_utilization": 0.90,
+        "enable_prefix_caching": True,
+        "limit_mm_per_prompt": 1,
+        "min_pixels": 3136,
+        "max_pixels": 1003520,
+        "max_num_seqs": 64,
+        "dtype": "bfloat16",
+        "seed": 0,
+        "chunk_size": 1024,
+        "vision": True,
+    },
+}
+
+
+@dataclass(frozen=True)
+class SubcaptionRequest:
+    """One subfigure: its figure's caption, its panel letter (if known) and its crop."""
+
+    key: str  # subfigure_uid
+    caption: str
+    letter: str | None = None
+    image: ImageInput | None = None
+    title: str | None = None  # JATS caption title, when separate
+    group: str = ""  # figure_uid: subfigures of one figure share the prompt prefix
+
+
+@dataclass(frozen=True)
+class SubcaptionResult:
+    key: str
+    text: str
+    source: str  # rules | vlm | fallback-full
+    reason: str | None  # why a fallback was used (or the rules' own reason), else None
+    labels: list[str] = field(default_factory=list)
+    model: str = "rules"
+    revision: str | None = None
+    prompt_sha256: str | None = None
+    sampling: dict[str, Any] | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        """Columns of the ``enriched`` table (plus ``subcaption_sampling``, JSON)."""
+        model = self.model if not self.revision else f"{self.model}@{self.revision}"
+        return {
+            "subcaption": self.text,
+            "subcaption_source": self.source,
+            "subcaption_reason": self.reason,
+            "subcaption_model": model,
+            "subcaption_prompt_sha256": self.prompt_sha256,
+            "subcaption_sampling": json.dumps(self.sampling, sort_keys=True) if self.sampling else None,
+        }
+
+
+class Subcaptioner(Protocol):
+    name: str
+
+    def extract(self, requests: Sequence[SubcaptionRequest]) -> list[SubcaptionResult]: ...
+
+
+def _rules_assignment(
+    req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segment]], prepend_lead: bool
+) -> Assignment:
+    ck = (req.caption, req.title)
+    if ck not in cache:
+        cache[ck] = split_caption(req.caption, req.title)
+    full = normalize_ws(req.caption)
+    if not full:
+        return Assignment("", "fallback-full", "empty_caption", [])
+    if req.letter is None or not str(req.letter).strip():
+        return Assignment(full, "fallback-full", "no_panel_label", [])
+    letter = str(req.letter).strip().lower()
+    return assign_detailed(cache[ck], [letter], caption=req.caption, prepend_lead=prepend_lead)[letter]
+
+
+@dataclass
+class RulesSubcaptioner:
+    """CPU rule splitter; one split per distinct caption."""
+
+    prepend_lead: bool = False
+    name: str = "rules"
+
+    def extract(self, requests: Sequence[SubcaptionRequest]) -> list[SubcaptionResult]:
+        cache: dict[tuple[str, str | None], list[Segment]] = {}
+        out: list[SubcaptionResult] = []
+        for r in requests:
+            a = _rules_assignment(r, cache, self.prepend_lead)
+            out.append(SubcaptionResult(r.key, a.text, a.source, a.reason, a.labels, model="rules"))
+        return out
+
+
+@dataclass
+class LLMSubcaptioner:
+    """Figure 7 prompt through a :class:`~pmcflow.enrich.llm.Generator`, validated, with fallback."""
+
+    generator: Generator
+    fallback: str = "rules"  # rules | full
+    label_hint: str = "auto"  # auto | always | never
+    prepend_lead: bool = False
+    name: str = "llm"
+
+    def _hint(self, letter: str | None) -> str | None:
+        if not letter:
+            return None
+        if self.label_hint == "always" or (self.label_hint == "auto" and not self.generator.supports_images):
+            return str(letter).strip().lower()
+        return None
+
+    def extract(self, requests: Sequence[SubcaptionRequest]) -> list[SubcaptionResult]:
+        prompt = load_prompt("subcaption")
+        valid = [i for i, r in enumerate(requests) if normalize_ws(r.caption)]
+        gen_reqs = [
+            GenRequest(
+                subcaption_text(
+                    requests[i].caption,
+                    self._hint(requests[i].letter),
+                    with_image=self.generator.supports_images and requests[i].image is not None,
+                ),
+                image=requests[i].image if self.generator.supports_images else None,
+                group=requests[i].group or requests[i].caption,
+            )
+            for i in valid
+        ]
+        answers = dict(zip(valid, self.generator.generate(gen_reqs), strict=True))
+        cache: dict[tuple[str, str | None], list[Segment]] = {}
+        provenance = {
+            "model": self.generator.model_id,
+            "revision": self.generator.revision_id,
+            "prompt_sha256": prompt.sha256,
+            "sampling": self.generator.sampling,
+        }
+        out: list[SubcaptionResult] = []
+        for i, r in enumerate(requests):
+            if i not in answers:
+                out.append(SubcaptionResult(r.key, "", "fallback-full", "empty_caption", [], **provenance))
+                continue
+            ans = answers[i]
+            checked = check_subcaption(ans.text, r.caption, truncated=ans.truncated)
+            if checked.ok and checked.text is not None:
+                out.append(SubcaptionResult(r.key, checked.text, "vlm", None, [], **provenance))
+                continue
+            if self.fallback == "rules":
+                a = _rules_assignment(r, cache, self.prepend_lead)
+                reason = checked.reason if a.reason is None else f"{checked.reason}+{a.reason}"
+                out.append(SubcaptionResult(r.key, a.text, a.source, reason, a.labels, **provenance))
+            else:
+                out.append(
+                    SubcaptionResult(
+                        r.key, normalize_ws(r.caption), "fallback-full", checked.reason, [], **provenance
+                    )
+                )
+        return out
+
+
+def make_subcaptioner(cfg: Mapping[str, Any] | None = None) -> Subcaptioner:
+    """Build the backend from an ``enrich.subcaption`` config section (missing keys: DEFAULTS)."""
+    merged: dict[str, Any] = {**DEFAULTS, **(cfg or {})}
+    merged["vllm"] = {**DEFAULTS["vllm"], **((cfg or {}).get("vllm") or {})}
+    backend = str(merged["backend"])
+    if backend == "rules":
+        return RulesSubcaptioner(prepend_lead=bool(merged["prepend_lead"]))
+    if backend in ("transformers", "vllm"):
+        gen = make_generator(backend, merged)
+        return LLMSubcaptioner(
+            gen,
+            fallback=str(merged["fallback"]),
+            label_hint=str(merged["label_hint"]),
+            prepend_lead=bool(merged["prepend_lead"]),
+            name=backend,
+        )
+    raise ValueError(f"unknown subcaption backend {backend!r} (rules | transformers | vllm)")
+
+
+# ---------------------------------------------------------------------------------------------
+# pmcflow split-caption
+# ---------------------------------------------------------------------------------------------
+
+
+def cli(argv: Sequence[str] | None = None) -> int:
+    """``pmcflow split-caption``: JSON lines ``{"caption": …}`` in, ``{"segments": […]}`` out.
+
+    One output line per non-blank input line, in order. A bad line (invalid JSON, not an object,
+    no string ``caption``) is reported on stderr with its line number and answered with
+    ``{"segments": []}`` so outputs stay aligned with inputs; the exit code is then 1.
+    An optional ``"title"`` field is used as the caption title.
+    """
+    parser = argparse.ArgumentParser(
+        prog="pmcflow split-caption",
+        description="Split figure captions into labelled segments with the rule splitter.",
+    )
+    parser.add_argument("--input", "-i", default="-", help="JSON-lines file (default: stdin)")
+    parser.add_argument("--output", "-o", default="-", help="JSON-lines file (default: stdout)")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    fin = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+    fout = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    errors = 0
+    try:
+        for lineno, line in enumerate(fin, start=1):
+            if not line.strip():
+                continue
+            segments: list[Segment] = []
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+                caption = obj.get("caption")
+                if not isinstance(caption, str):
+                    raise ValueError('missing or non-string "caption"')
+                title = obj.get("title")
+                segments = split_caption(caption, title if isinstance(title, str) else None)
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                errors += 1
+                print(f"pmcflow split-caption: line {lineno}: {exc}", file=sys.stderr)
+            fout.write(json.dumps({"segments": segments_to_json(segments)}, ensure_ascii=False) + "\n")
+    finally:
+        if fin is not sys.stdin:
+            fin.close()
+        if fout is not sys.stdout:
+            fout.close()
+    if errors:
+        print(f"pmcflow split-caption: {errors} bad line(s)", file=sys.stderr)
+        return 1
+    return 0
