@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import functools
 import html.entities
 import json
 import os
@@ -186,14 +187,30 @@ _BLOCK_TAGS = frozenset(
 )
 # Floating objects embedded in a paragraph: their text is not the paragraph's text.
 _SKIP_TAGS = frozenset(
-    "fig fig-group table-wrap table-wrap-group supplementary-material media graphic "
-    "inline-supplementary-material".split()
+    "fig fig-group table-wrap table-wrap-group supplementary-material media graphic".split()
 )
+# Descendants that make an element need the careful walk.  Every other block or float element
+# only ever occurs below one of these (list -> list-item, fig-group -> fig, table/array -> tr,
+# boxed-text / disp-quote / statement -> p or title, ...).
+_SLOW_TRIGGERS = (
+    "p", "list-item", "def-item", "title", "label", "break", "fig", "table-wrap", "tr",
+    "supplementary-material", "media", "alternatives", "disp-formula", "verse-line",
+)
+_TO_SPACE = str.maketrans({"\n": " ", "\t": " ", "\r": " ", "\xa0": " ", "\u2028": " ", "\u2029": " "})
 
 
 def _norm(text: str) -> str:
-    # str.split() splits on every Unicode space (incl. no-break space) and is much faster than re.
-    return " ".join(text.split())
+    """Collapse runs of whitespace (ASCII whitespace and no-break space) into one space; strip.
+
+    Typographic spaces (thin, hair, ...) inside the text are kept as they were typeset.
+    """
+    if text.isascii():
+        return " ".join(text.split())
+    if "\n" in text or "\t" in text or "\r" in text or "\xa0" in text or "\u2028" in text or "\u2029" in text:
+        text = text.translate(_TO_SPACE)
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text.strip()
 
 
 def _collect(el: etree._Element, out: list[str]) -> None:
@@ -221,21 +238,64 @@ def _collect(el: etree._Element, out: list[str]) -> None:
             out.append(child.tail)
 
 
-def text_of(el: etree._Element | None) -> str:
+def text_of(el: etree._Element | None, marks: _SlowMarks | None = None) -> str:
     """Whitespace-correct text of an element.
 
     Inline markup (``<italic>``, ``<sup>``, ``<xref>`` ...) is kept without adding spaces; block
     elements (paragraphs, titles, list items, table cells ...) are separated by one space; floats
     embedded in the element (figures, tables, supplementary material) are left out; runs of
-    whitespace (including no-break spaces) become one space.
+    whitespace (including no-break spaces) become one space.  ``marks`` (optional) answers "does
+    this element contain block or float markup" for a whole article at once.
     """
     if el is None:
         return ""
     if not len(el):
         return _norm(el.text or "")
+    slow = marks.contains_blocks(el) if marks is not None else _has_blocks(el)
+    if not slow:
+        return _norm(etree.tostring(el, method="text", encoding="unicode", with_tail=False))
     out: list[str] = []
     _collect(el, out)
     return _norm("".join(out))
+
+
+def _has_blocks(el: etree._Element) -> bool:
+    return next(el.iterdescendants(*_SLOW_TRIGGERS), None) is not None
+
+
+# Block / float elements that are not themselves paragraphs: their ancestors need the careful walk.
+_MARK_TRIGGERS = (
+    "list", "def-list", "disp-quote", "statement", "boxed-text", "speech", "verse-group", "break", "fig",
+    "table-wrap", "array", "supplementary-material", "media", "alternatives", "disp-formula",
+)
+_MAX_MARK_HITS = 400
+
+
+class _SlowMarks:
+    """The elements of one article that contain block or float markup, found in one pass.
+
+    Paragraph-in-paragraph only happens through the containers above (lists, quotes, boxes ...),
+    so ``p`` itself is not a trigger; table cells, which may hold bare ``<p>``s, are always
+    checked directly.  Articles with very many triggers (formula-heavy) fall back to checking
+    each element on demand.
+    """
+
+    def __init__(self, article: etree._Element) -> None:
+        marked: set[etree._Element] | None = set()
+        for n, hit in enumerate(article.iter(*_MARK_TRIGGERS)):
+            if n >= _MAX_MARK_HITS:
+                marked = None
+                break
+            for anc in hit.iterancestors():
+                if anc in marked:
+                    break
+                marked.add(anc)
+        self.marked = marked
+
+    def contains_blocks(self, el: etree._Element) -> bool:
+        if self.marked is None or el.tag in ("td", "th"):
+            return _has_blocks(el)
+        return el in self.marked
 
 
 # ======================================================================================
@@ -321,9 +381,9 @@ def _scan_after_number(s: str, pos: int, number: str) -> _PanelScan:
 _LETTERS_ONLY_RE = re.compile(r"\s*(?:panels?\s+)?\(?\s*")
 
 
-@dataclass
+@dataclass(frozen=True)
 class _TextPanels:
-    letters: list[str]  # in the order written
+    letters: tuple[str, ...]  # in the order written
     ends_with_number: bool  # "Figure 2" / "2": letters may follow right after the xref
     ends_with_letter: bool  # "Figure 2A": a list may continue after the xref
 
@@ -336,7 +396,7 @@ def _scan_text(text: str) -> _TextPanels:
     simple = _SIMPLE_RE.fullmatch(text)  # fast path for the usual "Figure 2" / "Fig. 2B" / "3"
     if simple is not None:
         letter = simple.group(1)
-        return _TextPanels([letter.lower()], False, True) if letter else _TextPanels([], True, False)
+        return _TextPanels((letter.lower(),), False, True) if letter else _TextPanels((), True, False)
     letters: list[str] = []
     ends_with_number = False
     last_end = -1
@@ -356,7 +416,7 @@ def _scan_text(text: str) -> _TextPanels:
     rest = text[last_end:].strip() if last_end >= 0 else text
     ends_with_number = last_end >= 0 and not rest and text[last_end - 1 : last_end].isdigit()
     ends_with_letter = bool(letters) and not rest.strip(")")
-    return _TextPanels(letters, ends_with_number, ends_with_letter)
+    return _TextPanels(tuple(letters), ends_with_number, ends_with_letter)
 
 
 def _ordered(letters: Iterable[str]) -> list[str]:
@@ -382,6 +442,9 @@ _TERM_STRONG_RE = re.compile(r"\s*[)\];]")
 _TERM_WEAK_RE = re.compile(r"\s*(?:[)\];:]|,\s)")
 
 
+_TAIL_STOP = frozenset(").];:'\"")
+
+
 def _tail_panels(tail: str, found: _TextPanels, open_end: bool) -> list[str]:
     """Panel letters in the text right after an xref -- conservative.
 
@@ -391,7 +454,7 @@ def _tail_panels(tail: str, found: _TextPanels, open_end: bool) -> list[str]:
       when the letters are followed by a closing bracket or semicolon (or, for two or more
       letters, a colon or a comma), or end the text run with nothing or another xref after it.
     """
-    if not tail or not (found.ends_with_number or found.ends_with_letter):
+    if not tail or tail[0] in _TAIL_STOP or not (found.ends_with_number or found.ends_with_letter):
         return []
     tail = tail.replace("\u00a0", " ")
     if found.ends_with_number and _ITEM_RE.match(tail):
@@ -421,10 +484,14 @@ def _tail_panels(tail: str, found: _TextPanels, open_end: bool) -> list[str]:
     return scan.letters
 
 
+# Reference texts repeat a lot ("Figure 2", "Figure 3B"): remember the scans.
+_scan_text_cached = functools.lru_cache(maxsize=16384)(_scan_text)
+
+
 def _xref_panels(text: str, tail: str | None, open_end: bool) -> tuple[list[str], list[str]]:
-    """(panels named inside the xref, panels named right after it)."""
-    found = _scan_text(text.replace("\u00a0", " "))
-    return found.letters, _tail_panels(tail or "", found, open_end)
+    """(panels named inside the xref, panels named right after it); ``text`` is normalised."""
+    found = _scan_text_cached(text)
+    return list(found.letters), _tail_panels(tail or "", found, open_end)
 
 
 # ======================================================================================
@@ -786,6 +853,7 @@ def resolve_media(href: str, media_names: Sequence[str]) -> str | None:
 # The article walk
 # ======================================================================================
 _PARA_TAGS = ("p", "td", "th", "title")
+_PARA_TAG_SET = frozenset(_PARA_TAGS)
 _SECTION_TAGS = ("sec", "app", "boxed-text", "ack", "abstract", "trans-abstract", "glossary", "sub-article")
 _DOI_PARA_RE = re.compile(r"^DOI:\s*\S+$")
 
@@ -793,13 +861,27 @@ _DOI_PARA_RE = re.compile(r"^DOI:\s*\S+$")
 class _Walker:
     """Extracts figures and mentions from one ``<article>`` (caches per paragraph / section)."""
 
-    def __init__(self, article: etree._Element, media: _MediaIndex | None, media_dir: str | None):
+    def __init__(
+        self,
+        article: etree._Element,
+        media: _MediaIndex | None = None,
+        media_dir: str | None = None,
+        *,
+        pmcid: str | None = None,
+        version: int = 1,
+    ) -> None:
         self.article = article
         self.media = media
         self.media_dir = media_dir
+        self.pmcid = pmcid
+        self.version = version
+        self.uid = f"{pmcid}.{version}" if pmcid else None
+        self._figures: list[dict[str, Any]] = []
         self._para: dict[etree._Element, tuple[int | None, str, str | None]] = {}
         self._para_index: dict[etree._Element, int] | None = None
         self._section: dict[etree._Element, str | None] = {}
+        self._section_by_parent: dict[etree._Element | None, str | None] = {}
+        self.marks = _SlowMarks(article)
 
     # ---------------------------------------------------------------- figures
     def figures(self) -> list[dict[str, Any]]:
@@ -847,8 +929,14 @@ class _Walker:
                     "graphics": graphics,
                     "graphic_paths": [self._resolve(h) for h in graphics],
                     "n_mentions": 0,
+                    "figure_uid": f"{self.uid}/{fid}" if self.uid else None,
+                    "article_uid": self.uid,
+                    "pmcid": self.pmcid,
+                    "version": self.version,
+                    "chunk": None,
                 }
             )
+        self._figures = figs
         return figs
 
     @staticmethod
@@ -875,10 +963,10 @@ class _Walker:
         for child in cap:
             tag = child.tag
             if tag == "title":
-                title = text_of(child)
+                title = text_of(child, self.marks)
                 parts.append(title)
             elif isinstance(tag, str):
-                t = text_of(child)
+                t = text_of(child, self.marks)
                 if not (tag == "p" and _DOI_PARA_RE.match(t)):
                     parts.append(t)
             if child.tail and child.tail.strip():
@@ -895,19 +983,33 @@ class _Walker:
 
     # ---------------------------------------------------------------- mentions
     def mentions(self) -> list[dict[str, Any]]:
+        """Every ``<xref ref-type="fig">``, linked to the figures (call :meth:`figures` first)."""
         out: list[dict[str, Any]] = []
+        linker = _Linker(self._figures)
+        by_id = {f["figure_id"]: f for f in self._figures}
+        uid = self.uid
         for xref in self.article.iter("xref"):
             if xref.get("ref-type") != "fig":
                 continue
-            text = text_of(xref)
+            text = text_of(xref, self.marks)
             nxt = xref.getnext()
             letters, extra = _xref_panels(text, xref.tail, nxt is None or nxt.tag == "xref")
             index, para, section = self._paragraph_info(xref)
+            rids = (xref.get("rid") or "").split()
+            targets = linker.targets(rids)
+            for fid in targets:
+                by_id[fid]["n_mentions"] += 1
+            ordinal = len(out)
             out.append(
                 {
-                    "ordinal": len(out),
+                    "mention_uid": f"{uid}/m{ordinal}" if uid else None,
+                    "article_uid": uid,
+                    "pmcid": self.pmcid,
+                    "chunk": None,
+                    "ordinal": ordinal,
                     "text": text,
-                    "figure_ids": (xref.get("rid") or "").split(),
+                    "figure_ids": rids,
+                    "figure_uids": [f"{uid}/{t}" for t in targets] if uid else [],
                     "panels": _ordered(letters + extra) if extra or len(letters) > 1 else letters,
                     "paragraph_index": index,
                     "paragraph": para,
@@ -918,16 +1020,21 @@ class _Walker:
 
     def _paragraph_info(self, xref: etree._Element) -> tuple[int | None, str, str | None]:
         """(index, text, section title) of the block enclosing ``xref`` -- cached per block."""
-        el = next(xref.iterancestors(*_PARA_TAGS), None)
+        el = xref.getparent()
         if el is None:
-            el = xref.getparent()
-            if el is None:
-                return None, text_of(xref), None
+            return None, text_of(xref), None
+        if el.tag not in _PARA_TAG_SET:
+            el = next(xref.iterancestors(*_PARA_TAGS), el)
         info = self._para.get(el)
         if info is None:
             if self._para_index is None:
                 self._para_index = {p: i for i, p in enumerate(self.article.iter(*_PARA_TAGS))}
-            info = self._para[el] = (self._para_index.get(el), text_of(el), self._section_of(el))
+            parent = el.getparent()
+            if parent in self._section_by_parent:
+                section = self._section_by_parent[parent]
+            else:
+                section = self._section_by_parent[parent] = self._section_of(el)
+            info = self._para[el] = (self._para_index.get(el), text_of(el, self.marks), section)
         return info
 
     def _section_of(self, el: etree._Element) -> str | None:
@@ -1000,27 +1107,9 @@ def _parse_tree(
         except OSError:
             media_names = ()
     media = _MediaIndex(media_names) if media_names else None
-    walker = _Walker(article, media, media_dir)
+    walker = _Walker(article, media, media_dir, pmcid=pmcid_final, version=version_final)
     figures = walker.figures()
     mentions = walker.mentions()
-
-    # Link mentions to figures (rid may name a figure or a fig-group).
-    by_id = {f["figure_id"]: f for f in figures}
-    targets_of: list[list[str]] = []
-    linker = _Linker(figures)
-    for m in mentions:
-        targets = linker.targets(m["figure_ids"])
-        targets_of.append(targets)
-        for fid in targets:
-            by_id[fid]["n_mentions"] += 1
-
-    for f in figures:
-        f.update(pmcid=pmcid_final, version=version_final, article_uid=article_uid, chunk=None)
-        f["figure_uid"] = f"{article_uid}/{f['figure_id']}" if article_uid else None
-    for m, targets in zip(mentions, targets_of, strict=True):
-        m.update(pmcid=pmcid_final, article_uid=article_uid, chunk=None)
-        m["figure_uids"] = [f"{article_uid}/{t}" for t in targets] if article_uid else []
-        m["mention_uid"] = f"{article_uid}/m{m['ordinal']}" if article_uid else None
 
     art = {
         "article_uid": article_uid,
