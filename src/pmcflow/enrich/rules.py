@@ -111,6 +111,7 @@ FAMILY_PENALTY: dict[str, float] = {
 GAP_PENALTY = 0.75  # per label skipped between two consecutive markers
 START_PENALTY = 1.0  # per label skipped before the first marker
 SWITCH_PENALTY = 1.0  # consecutive markers in different styles
+TRAILING_LABEL_MAX_WORDS = 3  # "free fatty acids (J) in …": words before a trailing label
 EXTRA_LABEL_BONUS = 0.25  # per label beyond the first in one marker (ranges, lists)
 
 
@@ -470,14 +471,14 @@ def _build_segments(text: str, chain: Sequence[_Candidate], floor: int) -> list[
         if c.style == "inline":
             seg_start = _sentence_start(text, c.start, prev_floor)
             same_sentence = prev is not None and text[prev_floor:seg_start].strip() == ""
-            if (
-                same_sentence
-                and prev is not None
-                and prev.style != "inline"
-                and not _JOINT_BEFORE.search(text, max(prev.end, c.start - 24), c.start)
-            ):
-                # "(B) Intracellular lactate (C) external acidification": a new clause-level panel
-                seg_start, same_sentence = c.start, False
+            after_leading = prev is not None and prev.style != "inline"
+            if after_leading and same_sentence:
+                if not _JOINT_BEFORE.search(text, max(prev_floor, c.start - 24), c.start):
+                    # "(B) Intracellular lactate (C) external acidification": a clause-level panel
+                    seg_start, same_sentence = c.start, False
+            elif after_leading and len(text[seg_start : c.start].split()) > TRAILING_LABEL_MAX_WORDS:
+                # "… with vehicle (B) Trypan blue assay …": a leading label that lost its period
+                seg_start = c.start
         else:
             seg_start = c.start
         prev = c

@@ -1,0 +1,220 @@
+"""Rule splitter: label styles, things that must not split, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from pmcflow.enrich.rules import Segment, assign, assign_detailed, lead_segments, split_caption
+
+
+def labelled(caption: str, title: str | None = None) -> list[tuple[list[str], str]]:
+    return [(s.labels, s.text) for s in split_caption(caption, title) if s.labels]
+
+
+@pytest.mark.parametrize(
+    ("caption", "expected"),
+    [
+        (
+            "Title. (A) Western blot. (B) Quantification.",
+            [(["a"], "(A) Western blot."), (["b"], "(B) Quantification.")],
+        ),
+        (
+            "Title. A, Schematic of the assay. B, Western blot. C, quantification of B.",
+            [
+                (["a"], "A, Schematic of the assay."),
+                (["b"], "B, Western blot."),
+                (["c"], "C, quantification of B."),
+            ],
+        ),
+        (
+            "Title. A. Confocal images. B. Growth of E. coli cells. C. Summary.",
+            [(["a"], "A. Confocal images."), (["b"], "B. Growth of E. coli cells."), (["c"], "C. Summary.")],
+        ),
+        (
+            "Title. a–c Confocal images of organoids. d Quantification of a–c.",
+            [(["a", "b", "c"], "a–c Confocal images of organoids."), (["d"], "d Quantification of a–c.")],
+        ),
+        (
+            "Title. (A–C) Images of cells. (D) Quantification.",
+            [(["a", "b", "c"], "(A–C) Images of cells."), (["d"], "(D) Quantification.")],
+        ),
+        (
+            "Title. (A and B) Survival curves. (C, E) Histology. (F) Summary.",
+            [
+                (["a", "b"], "(A and B) Survival curves."),
+                (["c", "e"], "(C, E) Histology."),
+                (["f"], "(F) Summary."),
+            ],
+        ),
+        (
+            "Title. A) Control. B) Treated. C) Merged.",
+            [(["a"], "A) Control."), (["b"], "B) Treated."), (["c"], "C) Merged.")],
+        ),
+        (
+            "Title. E. and F. Co-immunoprecipitation of LAG3. G. Quantification.",
+            [(["e", "f"], "E. and F. Co-immunoprecipitation of LAG3."), (["g"], "G. Quantification.")],
+        ),
+        (
+            "Title. 1. First panel. 2. Second panel. 3. Third panel.",
+            [(["1"], "1. First panel."), (["2"], "2. Second panel."), (["3"], "3. Third panel.")],
+        ),
+        (
+            "Title. Left panel: H&E staining. Right panel: IHC for CD3.",
+            [(["left"], "Left panel: H&E staining."), (["right"], "Right panel: IHC for CD3.")],
+        ),
+    ],
+)
+def test_label_styles(caption: str, expected: list[tuple[list[str], str]]) -> None:
+    assert labelled(caption) == expected
+
+
+def test_inline_trailing_labels_make_one_joint_segment() -> None:
+    segs = split_caption(
+        "MRI of the brain. Axial (A) and coronal (B) T2 images show a lesion. (C) Histology."
+    )
+    assert segs[0] == Segment([], "MRI of the brain.")
+    assert segs[1] == Segment(["a", "b"], "Axial (A) and coronal (B) T2 images show a lesion.")
+    assert segs[2] == Segment(["c"], "(C) Histology.")
+
+
+def test_joint_leading_labels_in_one_sentence() -> None:
+    segs = labelled("Title. (A) IgG and (B) IgM responses in plasma. (C) Neutralisation.")
+    assert segs[0] == (["a", "b"], "(A) IgG and (B) IgM responses in plasma.")
+
+
+def test_clause_level_label_without_conjunction_splits() -> None:
+    segs = labelled(
+        "Fig. (A) ATP synthesis. (B) Intracellular lactate (C) external acidification. (D) Calcium."
+    )
+    assert (["b"], "(B) Intracellular lactate") in segs
+    assert (["c"], "(C) external acidification.") in segs
+
+
+def test_roman_numerals() -> None:
+    assert labelled("Cells (i) untreated and (ii) treated. (iii) Quantification.") == [
+        (["i", "ii"], "Cells (i) untreated and (ii) treated."),
+        (["iii"], "(iii) Quantification."),
+    ]
+
+
+def test_roman_subitems_inside_letter_panels_do_not_win() -> None:
+    caption = (
+        "Viability. (A) Cells were treated; (i) PANC-1 with drug; (ii) NHF with drug; (iii) PANC-1 with "
+        "vehicle (B) Trypan blue assay of Jurkat cells."
+    )
+    segs = labelled(caption)
+    assert [s[0] for s in segs] == [["a"], ["b"]]
+    assert "(iii) PANC-1" in segs[0][1]
+
+
+@pytest.mark.parametrize(
+    "caption",
+    [
+        "Expression of IL-6 in mice (n = 3) and rats (p < 0.05) shown in (Figure 2A) as fold change (a.u.).",
+        "Cytokine levels (pg/ml) were measured at 4 °C (mean ± SD; n = 5) in IL-6 and TNF-α knockout mice.",
+        "A Western blot of p53. B cells were isolated from spleens.",  # article "A", "B cells"
+        "Adenosine (A) levels were measured.",  # a lone inline letter is an abbreviation
+    ],
+)
+def test_does_not_split_non_labels(caption: str) -> None:
+    segs = split_caption(caption)
+    assert len(segs) == 1 and segs[0].labels == []
+
+
+def test_cross_references_inside_panels_stay_inside() -> None:
+    segs = labelled(
+        "Title. (A) Control cells. (B) Same as in (A) but treated (n = 4). (C) Quantification of (B)."
+    )
+    assert [s[0] for s in segs] == [["a"], ["b"], ["c"]]
+    assert segs[1][1] == "(B) Same as in (A) but treated (n = 4)."
+
+
+def test_lead_text_is_kept_as_unlabelled_first_segment() -> None:
+    segs = split_caption("TFEB clears lysosomes. Shared lead text here. A. Images. B. Counts.")
+    assert segs[0] == Segment([], "TFEB clears lysosomes. Shared lead text here.")
+    assert lead_segments(segs) == ["TFEB clears lysosomes. Shared lead text here."]
+
+
+def test_title_is_separated_from_unlabelled_pre_label_text() -> None:
+    segs = split_caption("Fig. A. Brain homogenates. B. Cultures.", title="Fig.")
+    assert segs == [
+        Segment([], "Fig."),
+        Segment(["a"], "A. Brain homogenates."),
+        Segment(["b"], "B. Cultures."),
+    ]
+
+
+def test_no_labels_gives_one_unlabelled_segment() -> None:
+    assert split_caption("Representative H&E section of the liver.") == [
+        Segment([], "Representative H&E section of the liver.")
+    ]
+
+
+def test_labels_without_text_join_the_next_segment() -> None:
+    segs = labelled("Title. (A) (B) Western blots of X. (C) Quantification.")
+    assert segs[0] == (["a", "b"], "(A) (B) Western blots of X.")
+
+
+def test_trailing_label_without_text_joins_previous() -> None:
+    segs = labelled("Title. (A) First panel. (B) Second panel. (C)")
+    assert segs[-1][0] == ["b", "c"]
+
+
+def test_unbalanced_parentheses() -> None:
+    segs = labelled("Title. (A Conceptual model of the pathway. (B) Simulations (n = 300. (C) Data.")
+    assert [s[0] for s in segs] == [["a"], ["b"], ["c"]]
+    assert split_caption("Foo (A) bar (B") == [Segment([], "Foo (A) bar (B")]
+
+
+def test_non_latin_text() -> None:
+    segs = split_caption("免疫组化染色。(A) 对照组。(B) 治疗组。")
+    assert [s.labels for s in segs] == [[], ["a"], ["b"]]
+    assert split_caption("Иммуногистохимия печени (n = 4).") == [
+        Segment([], "Иммуногистохимия печени (n = 4).")
+    ]
+
+
+def test_empty_and_whitespace() -> None:
+    assert split_caption("") == []
+    assert split_caption("  \n\t ") == []
+
+
+def test_segments_are_verbatim_substrings_of_normalised_caption() -> None:
+    caption = "Title.\n(A)  Foo\tbar.  (B) Baz (p < 0.05)."
+    norm = " ".join(caption.split())
+    for s in split_caption(caption):
+        assert s.text in norm
+
+
+def test_very_long_caption_completes_and_keeps_everything() -> None:
+    # ~7,000 tokens with many label-like and parenthesised tokens (regex backtracking bait);
+    # the timing itself is measured in benchmarks/bench_enrich.py.
+    unit = "(A) Cells (n = 3) in (B and C) were (p < 0.05) A. B, C) IL-6 (a.u.) (((( "
+    caption = "Title. " + unit * 500 + "(D) End."
+    segs = split_caption(caption)
+    assert segs
+    assert sum(len(s.text.split()) for s in segs) == len(caption.split())
+
+
+def test_assign_maps_letters_and_falls_back_to_full_caption() -> None:
+    caption = "Title. (A) Foo. (B–C) Bar."
+    segs = split_caption(caption)
+    assert assign(segs, ["a", "c", "B"]) == {"a": "(A) Foo.", "c": "(B–C) Bar.", "b": "(B–C) Bar."}
+    d = assign_detailed(segs, ["d"], caption=caption)
+    assert d["d"].text == caption and d["d"].source == "fallback-full" and d["d"].reason == "label_not_found"
+    assert assign(segs, ["a"], prepend_lead=True) == {"a": "Title. (A) Foo."}
+
+
+def test_assign_by_ordinal_for_roman_or_position_labels() -> None:
+    segs = split_caption("Title. Left panel: H&E. Right panel: IHC.")
+    assert assign(segs, ["a", "b", "c"]) == {
+        "a": "Left panel: H&E.",
+        "b": "Right panel: IHC.",
+        "c": "Title. Left panel: H&E. Right panel: IHC.",
+    }
+
+
+def test_assign_no_labels() -> None:
+    segs = split_caption("Just one description.")
+    d = assign_detailed(segs, ["a"])
+    assert d["a"].source == "fallback-full" and d["a"].reason == "no_labels"
