@@ -145,7 +145,6 @@ def _find_article(root: etree._Element) -> etree._Element:
         prefix = "{" + ns + "}"
         for el in article.iter(f"{prefix}*"):
             el.tag = el.tag[len(prefix) :]
-    _replace_entity_refs(article)
     return article
 
 
@@ -159,9 +158,9 @@ def _local(tag: Any) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _replace_entity_refs(article: etree._Element) -> None:
+def _replace_entity_refs(entities: Iterable[etree._Element]) -> None:
     """Undeclared named entities (``&mdash;`` with no DTD loaded) -> their character, as text."""
-    for ent in list(article.iter(etree.Entity)):
+    for ent in entities:
         name = ent.text[1:-1] if ent.text else ""
         cp = html.entities.name2codepoint.get(name)
         repl = (chr(cp) if cp is not None else "") + (ent.tail or "")
@@ -280,12 +279,12 @@ class _SlowMarks:
     each element on demand.
     """
 
-    def __init__(self, article: etree._Element) -> None:
-        marked: set[etree._Element] | None = set()
-        for n, hit in enumerate(article.iter(*_MARK_TRIGGERS)):
-            if n >= _MAX_MARK_HITS:
-                marked = None
-                break
+    def __init__(self, hits: Sequence[etree._Element]) -> None:
+        self.marked: set[etree._Element] | None = None
+        if len(hits) > _MAX_MARK_HITS:
+            return
+        marked: set[etree._Element] = set()
+        for hit in hits:
             for anc in hit.iterancestors():
                 if anc in marked:
                     break
@@ -705,13 +704,18 @@ def _license(meta: etree._Element | None) -> tuple[str | None, str | None]:
         return None, None
     hrefs: list[str] = [el.text or "" for el in perms.iter("{*}license_ref")]
     types: list[str] = []
-    texts: list[str] = []
-    for lic in perms.iter("license"):
+    licenses = list(perms.iter("license"))
+    for lic in licenses:
         href = lic.get(XLINK_HREF)
         if href:
             hrefs.append(href)
         if lic.get("license-type"):
             types.append(lic.get("license-type", ""))
+    code, url = normalise_license(hrefs, types)
+    if code is not None:
+        return code, url  # the licence text is only read when the URLs and types say nothing
+    texts: list[str] = []
+    for lic in licenses:
         for p in lic.iter("license-p"):
             texts.append(text_of(p))
             texts.extend(a.get(XLINK_HREF, "") for a in p.iter("ext-link", "uri"))
@@ -873,15 +877,36 @@ class _Walker:
         self.article = article
         self.media = media
         self.media_dir = media_dir
+        self.set_ids(pmcid, version)
+        self._figures: list[dict[str, Any]] = []
+        self._para: dict[etree._Element, tuple[etree._Element | None, str, str | None]] = {}
+        self._section: dict[etree._Element, str | None] = {}
+        self._section_by_parent: dict[etree._Element | None, str | None] = {}
+        # One walk over the tree finds everything the later steps iterate over.
+        entities: list[etree._Element] = []
+        self._fig_els: list[etree._Element] = []
+        self._xref_els: list[etree._Element] = []
+        hits: list[etree._Element] = []
+        for el in article.iter(etree.Entity, "fig", "xref", *_MARK_TRIGGERS):
+            tag = el.tag
+            if tag == "xref":
+                if el.get("ref-type") == "fig":
+                    self._xref_els.append(el)
+            elif tag == "fig":
+                self._fig_els.append(el)
+                hits.append(el)
+            elif tag is etree.Entity:
+                entities.append(el)
+            else:
+                hits.append(el)
+        if entities:
+            _replace_entity_refs(entities)
+        self.marks = _SlowMarks(hits)
+
+    def set_ids(self, pmcid: str | None, version: int) -> None:
         self.pmcid = pmcid
         self.version = version
         self.uid = f"{pmcid}.{version}" if pmcid else None
-        self._figures: list[dict[str, Any]] = []
-        self._para: dict[etree._Element, tuple[int | None, str, str | None]] = {}
-        self._para_index: dict[etree._Element, int] | None = None
-        self._section: dict[etree._Element, str | None] = {}
-        self._section_by_parent: dict[etree._Element | None, str | None] = {}
-        self.marks = _SlowMarks(article)
 
     # ---------------------------------------------------------------- figures
     def figures(self) -> list[dict[str, Any]]:
@@ -889,7 +914,7 @@ class _Walker:
         seen: set[str] = set()
         group_ids: dict[etree._Element, str] = {}
         last_parent: str | None = None
-        for ordinal, fig in enumerate(self.article.iter("fig")):
+        for ordinal, fig in enumerate(self._fig_els):
             fid = (fig.get("id") or "").strip()
             synthetic = not fid or fid in seen
             if synthetic:
@@ -956,10 +981,10 @@ class _Walker:
         """(title, caption) where caption = title + paragraphs (eLife "DOI:" lines dropped)."""
         if cap is None:
             return "", ""
-        parts: list[str] = []
+        parts: list[str] = []  # each already normalised
         title = ""
-        if cap.text and cap.text.strip():
-            parts.append(cap.text)
+        if cap.text and not cap.text.isspace():
+            parts.append(_norm(cap.text))
         for child in cap:
             tag = child.tag
             if tag == "title":
@@ -969,9 +994,9 @@ class _Walker:
                 t = text_of(child, self.marks)
                 if not (tag == "p" and _DOI_PARA_RE.match(t)):
                     parts.append(t)
-            if child.tail and child.tail.strip():
-                parts.append(child.tail)
-        return title, _norm(" ".join(parts))
+            if child.tail and not child.tail.isspace():
+                parts.append(_norm(child.tail))
+        return title, " ".join(p for p in parts if p)
 
     def _resolve(self, href: str) -> str | None:
         if self.media is None or not href:
@@ -988,13 +1013,17 @@ class _Walker:
         linker = _Linker(self._figures)
         by_id = {f["figure_id"]: f for f in self._figures}
         uid = self.uid
-        for xref in self.article.iter("xref"):
-            if xref.get("ref-type") != "fig":
-                continue
-            text = text_of(xref, self.marks)
-            nxt = xref.getnext()
-            letters, extra = _xref_panels(text, xref.tail, nxt is None or nxt.tag == "xref")
-            index, para, section = self._paragraph_info(xref)
+        marks = self.marks
+        for xref in self._xref_els:
+            text = text_of(xref, marks)
+            found = _scan_text_cached(text)
+            letters = found.letters
+            tail = xref.tail
+            extra: list[str] = []
+            if tail and tail[0] not in _TAIL_STOP and (found.ends_with_number or found.ends_with_letter):
+                nxt = xref.getnext()
+                extra = _tail_panels(tail, found, nxt is None or nxt.tag == "xref")
+            block, para, section = self._paragraph_info(xref)
             rids = (xref.get("rid") or "").split()
             targets = linker.targets(rids)
             for fid in targets:
@@ -1010,16 +1039,31 @@ class _Walker:
                     "text": text,
                     "figure_ids": rids,
                     "figure_uids": [f"{uid}/{t}" for t in targets] if uid else [],
-                    "panels": _ordered(letters + extra) if extra or len(letters) > 1 else letters,
-                    "paragraph_index": index,
+                    "panels": _ordered(letters + tuple(extra)) if extra or len(letters) > 1 else list(letters),
+                    "paragraph_index": block,  # replaced by the block's index below
                     "paragraph": para,
                     "section": section,
                 }
             )
+        index = self._block_indexes({m["paragraph_index"] for m in out} - {None})
+        for m in out:
+            m["paragraph_index"] = index.get(m["paragraph_index"])
         return out
 
-    def _paragraph_info(self, xref: etree._Element) -> tuple[int | None, str, str | None]:
-        """(index, text, section title) of the block enclosing ``xref`` -- cached per block."""
+    def _block_indexes(self, blocks: set[etree._Element]) -> dict[etree._Element, int]:
+        """Document-order index of text blocks (p, td, th, title) -- stops once all are found."""
+        out: dict[etree._Element, int] = {}
+        if not blocks:
+            return out
+        for i, el in enumerate(self.article.iter(*_PARA_TAGS)):
+            if el in blocks:
+                out[el] = i
+                if len(out) == len(blocks):
+                    break
+        return out
+
+    def _paragraph_info(self, xref: etree._Element) -> tuple[etree._Element | None, str, str | None]:
+        """(block element, text, section title) of the block enclosing ``xref`` -- cached per block."""
         el = xref.getparent()
         if el is None:
             return None, text_of(xref), None
@@ -1027,14 +1071,12 @@ class _Walker:
             el = next(xref.iterancestors(*_PARA_TAGS), el)
         info = self._para.get(el)
         if info is None:
-            if self._para_index is None:
-                self._para_index = {p: i for i, p in enumerate(self.article.iter(*_PARA_TAGS))}
             parent = el.getparent()
             if parent in self._section_by_parent:
                 section = self._section_by_parent[parent]
             else:
                 section = self._section_by_parent[parent] = self._section_of(el)
-            info = self._para[el] = (self._para_index.get(el), text_of(el, self.marks), section)
+            info = self._para[el] = (el, text_of(el, self.marks), section)
         return info
 
     def _section_of(self, el: etree._Element) -> str | None:
@@ -1065,6 +1107,8 @@ class _Linker:
                 self.groups.setdefault(f["fig_group_id"], []).append(f["figure_id"])
 
     def targets(self, rids: Sequence[str]) -> list[str]:
+        if len(rids) == 1 and rids[0] in self.ids:
+            return [rids[0]]
         out: list[str] = []
         for rid in rids:
             if rid in self.ids:
@@ -1084,6 +1128,12 @@ def _parse_tree(
     xml_path: str | None,
 ) -> ParsedArticle:
     article = _find_article(root)
+    if media_dir and not media_names:
+        try:
+            media_names = sorted(os.listdir(media_dir))
+        except OSError:
+            media_names = ()
+    walker = _Walker(article, _MediaIndex(media_names) if media_names else None, media_dir)
     front = article.find("front")
     meta = front.find("article-meta") if front is not None else None
     ids = _ids(meta)
@@ -1101,13 +1151,7 @@ def _parse_tree(
     lic_code, lic_url = _license(meta)
     retraction = _retraction(article, meta, title)
 
-    if media_dir and not media_names:
-        try:
-            media_names = sorted(os.listdir(media_dir))
-        except OSError:
-            media_names = ()
-    media = _MediaIndex(media_names) if media_names else None
-    walker = _Walker(article, media, media_dir, pmcid=pmcid_final, version=version_final)
+    walker.set_ids(pmcid_final, version_final)
     figures = walker.figures()
     mentions = walker.mentions()
 
