@@ -192,10 +192,11 @@ def tar_file_size(member_sizes_total: int) -> int:
 
 
 def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    """Replace non-finite floats (NaN, inf: not valid JSON) with None, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {k: _json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_json_safe(v) for v in value]
     return value
@@ -554,9 +555,11 @@ def shard_dataset(
 
 
 def _dump_meta(meta: Mapping[str, Any]) -> bytes:
-    return json.dumps(
-        _json_safe(dict(meta)), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    ).encode()
+    kw: dict[str, Any] = {"sort_keys": True, "ensure_ascii": False, "separators": (",", ":")}
+    try:
+        return json.dumps(meta, allow_nan=False, **kw).encode()
+    except ValueError:  # a NaN/inf somewhere: only then pay for the recursive clean-up
+        return json.dumps(_json_safe(dict(meta)), **kw).encode()
 
 
 def _close_shard(state: _SplitState) -> None:

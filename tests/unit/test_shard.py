@@ -330,3 +330,9 @@ def test_hf_datasets_loads_index_and_tars(toy: Path, tmp_path: Path) -> None:
         image = row["jpg"] if row["jpg"] is not None else row["png"]
         assert image is not None and image.width > 0
         assert row["json"]["key"] == row["__key__"] and row["txt"] == row["json"]["text"]
+
+
+def test_meta_json_never_contains_nan() -> None:
+    blob = SH._dump_meta({"b": float("nan"), "a": [1.0, float("inf")], "c": "x"})
+    assert json.loads(blob) == {"a": [1.0, None], "b": None, "c": "x"}
+    assert blob == b'{"a":[1.0,null],"b":null,"c":"x"}'

@@ -40,7 +40,7 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "spec
 
 DEFAULTS: dict[str, Any] = {
     "preset": None,
-    "model": "tiny-vit-minilm",
+    "model": "tiny-vit-bpe",
     "pretrained": None,
     "epochs": 1,
     "batch_size": 8,
