@@ -1,0 +1,116 @@
+"""Reading order of subfigure boxes and the assignment of panel letters to them.
+
+Reading order follows MedICaT's alignment heuristic (seed 004 §8): rows first, then columns.
+MedICaT puts two boxes in the same row when their top edges differ by < 50 px; that constant
+depends on the image size, so here a box joins a row when it overlaps the row's vertical span by
+at least half of the smaller height (scale-free, and robust to panels of unequal height).
+
+Letters come from two sources, in this order of trust:
+
+1. ``detected-label``: the letter printed on the panel, read by :mod:`pmcflow.decompose.labelreader`
+   and accepted per figure only when unique (see :func:`assign_labels`);
+2. ``reading-order``: the caption's panel letters (``a``, ``b``, ... parsed from the caption) given
+   to the boxes in reading order, used only when the number of letters equals the number of boxes
+   (and agrees with every printed label that was read).  Otherwise the panel letter stays null and
+   ``subfigure_index`` (the reading-order position) is all that is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+BoxXYWH = Sequence[float]
+
+SOURCE_DETECTED = "detected-label"
+SOURCE_ORDER = "reading-order"
+SOURCE_SINGLE = "single"
+
+
+def reading_order(boxes: Sequence[BoxXYWH], row_overlap: float = 0.5) -> list[int]:
+    """Indices of ``boxes`` (``x, y, w, h``) in reading order: rows top to bottom, left to right.
+
+    Boxes are visited by vertical centre; a box joins the current row when its vertical overlap
+    with the row's span is at least ``row_overlap`` times the smaller of the two heights.
+    Ties are broken by index, so the order is deterministic.
+    """
+    if not boxes:
+        return []
+    order = sorted(range(len(boxes)), key=lambda i: (boxes[i][1] + boxes[i][3] / 2, boxes[i][0], i))
+    rows: list[list[int]] = []
+    spans: list[tuple[float, float]] = []
+    for i in order:
+        y0, y1 = float(boxes[i][1]), float(boxes[i][1] + boxes[i][3])
+        placed = False
+        for r, (a, b) in enumerate(spans):
+            overlap = min(b, y1) - max(a, y0)
+            if overlap >= row_overlap * min(b - a, y1 - y0) and overlap > 0:
+                rows[r].append(i)
+                spans[r] = (min(a, y0), max(b, y1))
+                placed = True
+                break
+        if not placed:
+            rows.append([i])
+            spans.append((y0, y1))
+    ranked = sorted(range(len(rows)), key=lambda r: (spans[r][0], r))
+    out: list[int] = []
+    for r in ranked:
+        out.extend(sorted(rows[r], key=lambda i: (boxes[i][0], boxes[i][1], i)))
+    return out
+
+
+@dataclass(frozen=True)
+class LabelAssignment:
+    """The letter of one box (lower case, or None) and where it came from."""
+
+    label: str | None
+    source: str
+
+
+def normalise_letters(letters: Sequence[str] | None) -> list[str]:
+    """Caption letters as lower-case single letters (anything else dropped)."""
+    return [c.lower() for c in (letters or []) if isinstance(c, str) and len(c) == 1 and c.isalpha()]
+
+
+def assign_labels(
+    n_boxes: int,
+    order: Sequence[int],
+    readings: Mapping[int, tuple[str, float]] | None = None,
+    caption_letters: Sequence[str] | None = None,
+) -> list[LabelAssignment]:
+    """Give each of ``n_boxes`` boxes a panel letter.
+
+    ``order`` is :func:`reading_order`'s output; ``readings`` maps a box index to the printed
+    letter read on it and its confidence; ``caption_letters`` are the panel letters the caption
+    names (``[]``/None when unknown).
+
+    * A printed letter read on two boxes is ambiguous and dropped from both; if the caption names
+      letters, a printed letter not among them is dropped too.  The remaining readings are kept
+      (``detected-label``).
+    * Boxes without an accepted reading get the caption letters in reading order when the caption
+      names exactly ``n_boxes`` letters *and* that order agrees with every accepted reading
+      (``reading-order``); otherwise their letter is None (``reading-order``, index only).
+    """
+    caption = normalise_letters(caption_letters)
+    accepted: dict[int, str] = {}
+    if readings:
+        seen: dict[str, int] = {}
+        for letter, _ in readings.values():
+            seen[letter.lower()] = seen.get(letter.lower(), 0) + 1
+        for i, (letter, _) in readings.items():
+            lc = letter.lower()
+            if seen[lc] != 1 or (caption and lc not in caption) or not 0 <= i < n_boxes:
+                continue
+            accepted[i] = lc
+    by_order: dict[int, str] = {}
+    if caption and len(caption) == n_boxes and len(set(caption)) == n_boxes:
+        candidate = {box: caption[k] for k, box in enumerate(order)}
+        if all(candidate[i] == lc for i, lc in accepted.items()):
+            by_order = candidate
+    out: list[LabelAssignment] = []
+    for i in range(n_boxes):
+        if i in accepted:
+            out.append(LabelAssignment(accepted[i], SOURCE_DETECTED))
+        else:
+            out.append(LabelAssignment(by_order.get(i), SOURCE_ORDER))
+    return out
