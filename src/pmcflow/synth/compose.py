@@ -23,6 +23,7 @@ from pmcflow.synth.layout import Layout, LayoutParams, sample_layout
 from pmcflow.synth.sources import SourcePool
 
 MIXED = "mixed"
+MAX_SOURCE_LEVEL = 3
 NO_FLIP_MODALITIES = frozenset({"plot"})
 
 
@@ -53,6 +54,7 @@ class PanelSpec:
     border: tuple[int, tuple[int, int, int]] | None
     label: LabelSpec | None
     inset: dict[str, Any] | None = None  # zoomed inset: {"x","y","w","h","crop","border"}
+    source_level: int = 0  # crop is in the coordinates of the source reduced by 2**source_level
 
     def to_record(self) -> dict[str, Any]:
         lab = self.label
@@ -61,6 +63,7 @@ class PanelSpec:
             "modality": self.modality,
             "source_id": self.source_id,
             "crop": list(self.crop),
+            "source_level": self.source_level,
             "transpose": self.transpose,
             "jitter": None if self.jitter is None else list(self.jitter),
             "border": None if self.border is None else [self.border[0], list(self.border[1])],
@@ -285,6 +288,18 @@ def sample_figure(
                 "crop": (round(zx, 2), round(zy, 2), round(zx + zw, 2), round(zy + zh, 2)),
                 "border": (1, _choice(rng, [(255, 255, 255), (255, 255, 0), (0, 0, 0)])),
             }
+        # read from a cached 2^k-reduced copy when the panel shrinks the crop by >= 2x, so the
+        # per-panel resize touches few pixels (insets keep full resolution for their zoom)
+        level = 0
+        if inset is None:
+            target_w = slot.h if transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270) else slot.w
+            scale = (crop[2] - crop[0]) / max(1, target_w)
+            while level < MAX_SOURCE_LEVEL and scale >= 2 ** (level + 1):
+                level += 1
+        if level:
+            src = pool.level(ref, level)
+            f = float(2**level)
+            crop = (round(crop[0] / f, 2), round(crop[1] / f, 2), round(crop[2] / f, 2), round(crop[3] / f, 2))
         label = None
         if placement is not None:
             text = labels[k] if labels is not None and k < len(labels) else L.label_text(
@@ -307,7 +322,7 @@ def sample_figure(
             if color is None:
                 label.color = (-1, -1, -1)  # auto
         panels.append(
-            PanelSpec(slot.x, slot.y, slot.w, slot.h, m, ref.source_id, crop, transpose, jitter, border_fig, label, inset)
+            PanelSpec(slot.x, slot.y, slot.w, slot.h, m, ref.source_id, crop, transpose, jitter, border_fig, label, inset, level)
         )
         images.append(src)
 
@@ -337,7 +352,7 @@ def _jitter_lut(offset: float, gain: float) -> np.ndarray:
 def _render_panel(src: Image.Image, w: int, h: int, crop: Sequence[float], transpose: int | None) -> Image.Image:
     rotated = transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270)
     size = (h, w) if rotated else (w, h)
-    out = src.resize(size, Image.Resampling.BILINEAR, box=tuple(crop), reducing_gap=1.0)
+    out = src.resize(size, Image.Resampling.BILINEAR, box=tuple(crop), reducing_gap=None)
     if transpose is not None:
         out = out.transpose(Image.Transpose(transpose))
     return out

@@ -24,6 +24,7 @@ import numpy as np
 
 MAX_GRID = 5
 ASPECTS: tuple[float, ...] = (1.0, 4 / 3, 3 / 4, 3 / 2, 2 / 3, 16 / 9, 9 / 16, 5 / 4, 4 / 5)
+MIN_FILL = 0.35  # a fixed-aspect panel must cover at least this share of its cell
 SPECIAL_KINDS: tuple[str, ...] = ("rows", "columns", "big_stack", "inset")
 
 
@@ -110,6 +111,8 @@ def _fit(cx: int, cy: int, cw: int, ch: int, aspect: float | None, align: str) -
         w, h = max(1, int(round(ch * aspect))), ch
     else:
         w, h = cw, max(1, int(round(cw / aspect)))
+    if w * h < MIN_FILL * cw * ch:  # an aspect far from the cell's would leave a sliver: fill instead
+        return cx, cy, cw, ch
     if align == "center":
         return cx + (cw - w) // 2, cy + (ch - h) // 2, w, h
     return cx, cy, w, h

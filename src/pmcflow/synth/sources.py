@@ -240,6 +240,27 @@ class SourcePool:
             self._cache.popitem(last=False)
         return im
 
+    def level(self, ref: SourceRef, level: int) -> Image.Image:
+        """``ref``'s image reduced by ``2**level`` (box filter; cached beside the full image)."""
+        if level == 0:
+            im = self.load(ref)
+            if im is None:
+                raise NoUsableSource(f"{ref.source_id} was rejected")
+            return im
+        key = f"{ref.source_id}\x1f{level}"
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        base = self.load(ref)
+        if base is None:
+            raise NoUsableSource(f"{ref.source_id} was rejected")
+        im = base.reduce(2**level)
+        self._cache[key] = im
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return im
+
     def pick(self, modality: str, rng: np.random.Generator) -> tuple[SourceRef, Image.Image]:
         """Draw one usable source of ``modality``; rejected ones are skipped deterministically."""
         refs = self.refs[modality]
