@@ -244,6 +244,14 @@ def test_decode_limits_and_modes():
     assert rgb.mode == "RGB" and note == "F->8bit" and rgb.getextrema()[0] == (0, 255)
 
 
+def test_jpeg_sources_decode_at_reduced_scale():
+    arr = np.random.default_rng(2).integers(0, 255, (900, 1400, 3), dtype=np.uint8)
+    b = io.BytesIO()
+    Image.fromarray(arr, "RGB").save(b, "JPEG", quality=80)
+    assert decode_image(b.getvalue()).size == (1400, 900)
+    assert decode_image(b.getvalue(), draft_side=200).size == (350, 225)  # 1/4 scale, both sides >= 200
+
+
 def test_parquet_sources(tmp_path):
     expected = _bad_images(tmp_path / "imgs")
     names = sorted(expected)

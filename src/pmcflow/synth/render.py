@@ -13,6 +13,7 @@ Output of one run (or shard) in ``out_dir``::
     records.jsonl                 every parameter used per figure (the sampled FigureSpec)
     counts.json                   tables.counts_record("render", ...)
     rejections.parquet            source images rejected (schema.REJECTIONS), with reasons
+    sources.json                  the source pool (id and origin of every image, by modality)
 """
 
 from __future__ import annotations
@@ -238,6 +239,8 @@ def render(
     }
     _write_compact_json(out / "annotations.json", coco)
     _write_bytes(out / "records.jsonl", "".join(r + "\n" for r in records).encode())
+    sources_doc = {m: [{"id": r.source_id, "origin": r.origin} for r in refs] for m, refs in pool.refs.items()}
+    _write_compact_json(out / "sources.json", {"modalities": sources_doc, "unavailable": pool.unavailable})
     rej = T.Rejections(STAGE, chunk=None if shard is None else f"shard-{shard:04d}")
     for row in pool.rejection_rows():
         rej.add(row["source_id"], row["reason"], f"{row['modality']}: {row['detail']}")

@@ -133,8 +133,13 @@ def decode_image(
     data: bytes | str | os.PathLike[str],
     *,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    draft_side: int | None = None,
 ) -> Image.Image:
-    """Open and fully decode an image file; raise :class:`BadImage` for anything unusable."""
+    """Open and fully decode an image file; raise :class:`BadImage` for anything unusable.
+
+    ``draft_side``: JPEGs are decoded at the smallest DCT scale (1/2, 1/4, 1/8) that keeps both
+    sides >= this, which makes large production sources several times cheaper to load.
+    """
     fh: Any = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -155,6 +160,8 @@ def decode_image(
             raise BadImage("decompression_bomb", f"{w}x{h} > {max_pixels} pixels")
         if getattr(im, "is_animated", False) and im.format in {"GIF", "PNG", "WEBP"}:
             raise BadImage("animated", f"{im.format} with {getattr(im, 'n_frames', '?')} frames")
+        if draft_side and im.format == "JPEG":
+            im.draft(None, (draft_side, draft_side))
         try:
             im.load()  # multi-page TIFF: the first page
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
@@ -299,18 +306,20 @@ class SourcePool:
 # ----------------------------------------------------------------------------------------------
 
 
-def _file_loader(path: Path, max_pixels: int) -> Loader:
-    return lambda: decode_image(path, max_pixels=max_pixels)
+def _file_loader(path: Path, max_pixels: int, draft_side: int | None = None) -> Loader:
+    return lambda: decode_image(path, max_pixels=max_pixels, draft_side=draft_side)
 
 
-def refs_from_directory(directory: str | os.PathLike[str], modality: str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> list[SourceRef]:
+def refs_from_directory(
+    directory: str | os.PathLike[str], modality: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, draft_side: int | None = None
+) -> list[SourceRef]:
     """Every image file under ``directory`` (recursive, by extension)."""
     root = Path(directory)
     refs = []
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS:
             rel = p.relative_to(root).as_posix()
-            refs.append(SourceRef(f"{modality}:{root.name}/{rel}", modality, str(p), _file_loader(p, max_pixels)))
+            refs.append(SourceRef(f"{modality}:{root.name}/{rel}", modality, str(p), _file_loader(p, max_pixels, draft_side)))
     return refs
 
 
@@ -341,7 +350,9 @@ class _ParquetImages:
         return bytes(value)
 
 
-def refs_from_parquet(path: str | os.PathLike[str], modality: str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> list[SourceRef]:
+def refs_from_parquet(
+    path: str | os.PathLike[str], modality: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, draft_side: int | None = None
+) -> list[SourceRef]:
     """Images listed in a Parquet file: an ``image`` (bytes) column, or a ``path`` column.
 
     An ``id`` column (if any) names each row; otherwise ``<file>#<row>``.  Relative paths are
@@ -359,14 +370,19 @@ def refs_from_parquet(path: str | os.PathLike[str], modality: str, *, max_pixels
         for row in range(n):
             sid = f"{modality}:{p.name}#{ids[row] if ids else row}"
             refs.append(
-                SourceRef(sid, modality, f"{p}#{row}", lambda r=row: decode_image(store.get(r), max_pixels=max_pixels))
+                SourceRef(
+                    sid,
+                    modality,
+                    f"{p}#{row}",
+                    lambda r=row: decode_image(store.get(r), max_pixels=max_pixels, draft_side=draft_side),
+                )
             )
     elif "path" in names:
         paths = pq.read_table(p, columns=["path"]).column(0).to_pylist()
         for row, rel in enumerate(paths):
             fp = Path(rel) if os.path.isabs(rel) else p.parent / rel
             sid = f"{modality}:{p.name}#{ids[row] if ids else row}"
-            refs.append(SourceRef(sid, modality, str(fp), _file_loader(fp, max_pixels)))
+            refs.append(SourceRef(sid, modality, str(fp), _file_loader(fp, max_pixels, draft_side)))
     else:
         raise ValueError(f"{p}: needs an 'image' (bytes) or 'path' column, has {names}")
     return refs
@@ -385,12 +401,12 @@ def pool_from_config(
         for entry in entries:
             p = Path(entry)
             if p.is_dir():
-                refs.setdefault(modality, []).extend(refs_from_directory(p, modality, max_pixels=max_pixels))
+                refs.setdefault(modality, []).extend(refs_from_directory(p, modality, max_pixels=max_pixels, draft_side=max_side))
             elif p.suffix == ".parquet":
-                refs.setdefault(modality, []).extend(refs_from_parquet(p, modality, max_pixels=max_pixels))
+                refs.setdefault(modality, []).extend(refs_from_parquet(p, modality, max_pixels=max_pixels, draft_side=max_side))
             elif p.is_file():
                 refs.setdefault(modality, []).append(
-                    SourceRef(f"{modality}:{p.name}", modality, str(p), _file_loader(p, max_pixels))
+                    SourceRef(f"{modality}:{p.name}", modality, str(p), _file_loader(p, max_pixels, max_side))
                 )
             else:
                 raise FileNotFoundError(f"source for {modality!r} not found: {p}")
