@@ -346,3 +346,12 @@ def test_cli_render(tmp_path):
 def test_figure_params_defaults_follow_reference():
     p = FigureParams()
     assert p.layout.max_grid == 5 and p.layout.special_rate == pytest.approx(0.10) and p.layout.gap_scale_px == 50
+
+
+def test_figures_without_usable_sources_are_counted_not_crashed(tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.png").write_bytes(b"not an image")
+    counts = render(3, 1, tmp_path / "r", size=64, sources={"radiology": [str(tmp_path / "bad")]})
+    assert counts["in"] == 3 and counts["kept"] == 0 and counts["rejected"] == {"no_usable_source": 3}
+    assert pq.read_table(tmp_path / "r/rejections.parquet").column("reason").to_pylist() == ["corrupt"]
+    assert len(json.loads((tmp_path / "r/failures.json").read_text())) == 3

@@ -19,13 +19,15 @@ Output of one run (or shard) in ``out_dir``::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import heapq
 import json
 import os
 import struct
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +138,67 @@ def _write_bytes(path: Path, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
+def _render_into(
+    i: int,
+    seed: int,
+    pool: SourcePool,
+    width: int,
+    height: int,
+    params: FigureParams,
+    out: Path,
+    compress_level: int,
+    rec_fh: Any,
+    images: list[dict[str, Any]],
+    annotations: list[dict[str, Any]],
+    label_annotations: list[dict[str, Any]],
+    failed: Counter[str],
+    failures: list[dict[str, Any]],
+) -> None:
+    """Render figure ``i`` and append its files, COCO rows and record."""
+    name = figure_name(i)
+    try:
+        im, anns, rec = render_one(i, seed, pool, width, height, params)
+    except NoUsableSource as e:
+        failed["no_usable_source"] += 1
+        failures.append({"index": i, "reason": "no_usable_source", "detail": str(e)})
+        return
+    # per-figure files are written in place (one open each; atomic renames cost more than the
+    # encoding at this rate); annotations.json and counts.json, written atomically last, mark
+    # a complete run, and a rerun rewrites every file identically.
+    (out / "images" / f"{name}.png").write_bytes(png_bytes(im, compress_level))
+    (out / "labels" / f"{name}.txt").write_bytes(_yolo_lines(anns, width, height).encode())
+    image_id = i + 1
+    images.append({"id": image_id, "file_name": f"images/{name}.png", "width": width, "height": height})
+    for k, a in enumerate(anns):
+        ann_id = image_id * ANN_ID_STRIDE + k
+        x, y, w, h = a["bbox"]
+        annotations.append(
+            {
+                "id": ann_id,
+                "image_id": image_id,
+                "category_id": 1,
+                "bbox": [x, y, w, h],
+                "area": w * h,
+                "iscrowd": 0,
+                "label": a["label"],
+                "modality": a["modality"],
+            }
+        )
+        if a["label_bbox"] is not None:
+            lx, ly, lw, lh = a["label_bbox"]
+            label_annotations.append(
+                {
+                    "id": ann_id,
+                    "image_id": image_id,
+                    "panel_id": ann_id,
+                    "text": a["label"],
+                    "bbox": [lx, ly, lw, lh],
+                    "area": lw * lh,
+                }
+            )
+    rec_fh.write(json.dumps({"index": i, "name": name, "seed": seed, "spec": rec}, sort_keys=True, separators=(",", ":")) + "\n")
+
+
 def render(
     n: int,
     seed: int,
@@ -169,56 +232,15 @@ def render(
     images: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     label_annotations: list[dict[str, Any]] = []
-    records: list[str] = []
     failed: Counter[str] = Counter()
     failures: list[dict[str, Any]] = []
-    panels = 0
     t0 = time.perf_counter()
-    for i in indices:
-        name = figure_name(i)
-        try:
-            im, anns, rec = render_one(i, seed, pool, width, height, params)
-        except NoUsableSource as e:
-            failed["no_usable_source"] += 1
-            failures.append({"index": i, "reason": "no_usable_source", "detail": str(e)})
-            continue
-        # per-figure files are written in place (one open each; atomic renames cost more than the
-        # encoding at this rate); annotations.json and counts.json, written atomically last, mark
-        # a complete run, and a rerun rewrites every file identically.
-        (out / "images" / f"{name}.png").write_bytes(png_bytes(im, compress_level))
-        (out / "labels" / f"{name}.txt").write_bytes(_yolo_lines(anns, width, height).encode())
-        image_id = i + 1
-        images.append({"id": image_id, "file_name": f"images/{name}.png", "width": width, "height": height})
-        for k, a in enumerate(anns):
-            ann_id = image_id * ANN_ID_STRIDE + k
-            x, y, w, h = a["bbox"]
-            annotations.append(
-                {
-                    "id": ann_id,
-                    "image_id": image_id,
-                    "category_id": 1,
-                    "bbox": [x, y, w, h],
-                    "area": w * h,
-                    "iscrowd": 0,
-                    "label": a["label"],
-                    "modality": a["modality"],
-                }
-            )
-            if a["label_bbox"] is not None:
-                lx, ly, lw, lh = a["label_bbox"]
-                label_annotations.append(
-                    {
-                        "id": ann_id,
-                        "image_id": image_id,
-                        "panel_id": ann_id,
-                        "text": a["label"],
-                        "bbox": [lx, ly, lw, lh],
-                        "area": lw * lh,
-                    }
-                )
-        panels += len(anns)
-        records.append(json.dumps({"index": i, "name": name, "seed": seed, "spec": rec}, sort_keys=True, separators=(",", ":")))
+    with T.atomic_open(out / "records.jsonl", "w", encoding="utf-8") as rec_fh:  # streamed: bounded memory
+        for i in indices:
+            _render_into(i, seed, pool, width, height, params, out, compress_level, rec_fh, images, annotations, label_annotations, failed, failures)
+    panels = len(annotations)
     elapsed = time.perf_counter() - t0
+
 
     coco = {
         "info": {
@@ -238,7 +260,6 @@ def render(
         "label_annotations": label_annotations,
     }
     _write_compact_json(out / "annotations.json", coco)
-    _write_bytes(out / "records.jsonl", "".join(r + "\n" for r in records).encode())
     sources_doc = {m: [{"id": r.source_id, "origin": r.origin} for r in refs] for m, refs in pool.refs.items()}
     _write_compact_json(out / "sources.json", {"modalities": sources_doc, "unavailable": pool.unavailable})
     rej = T.Rejections(STAGE, chunk=None if shard is None else f"shard-{shard:04d}")
@@ -278,7 +299,7 @@ def merge_shards(shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os
     images: list[dict[str, Any]] = []
     anns: list[dict[str, Any]] = []
     labs: list[dict[str, Any]] = []
-    records: list[tuple[int, str]] = []
+    record_files: list[Path] = []
     counts = []
     info: dict[str, Any] | None = None
     for d in sorted(Path(s) for s in shard_dirs):
@@ -296,10 +317,7 @@ def merge_shards(shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os
             images.append({**im, "file_name": (rel / im["file_name"]).as_posix()})
         anns += coco["annotations"]
         labs += coco.get("label_annotations", [])
-        with open(d / "records.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    records.append((json.loads(line)["index"], line if line.endswith("\n") else line + "\n"))
+        record_files.append(d / "records.jsonl")
         counts.append(T.read_counts(d / "counts.json"))
     if info is None:
         raise ValueError("no shard directories given")
@@ -315,10 +333,19 @@ def merge_shards(shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os
         "label_annotations": sorted(labs, key=lambda r: r["id"]),
     }
     _write_compact_json(out / "annotations.json", merged)
-    _write_bytes(out / "records.jsonl", "".join(r for _, r in sorted(records)).encode())
+    with contextlib.ExitStack() as stack, T.atomic_open(out / "records.jsonl", "w", encoding="utf-8") as dst:
+        streams = [_records_by_index(stack.enter_context(open(f, encoding="utf-8"))) for f in record_files]
+        for _, line in heapq.merge(*streams):  # each shard's records are in index order
+            dst.write(line)
     total = T.merge_counts(STAGE, counts)
     T.write_counts(out / "counts.json", total)
     return total
+
+
+def _records_by_index(fh: Iterable[str]) -> Iterator[tuple[int, str]]:
+    for line in fh:
+        if line.strip():
+            yield json.loads(line)["index"], line if line.endswith("\n") else line + "\n"
 
 
 def _load_sources_file(path: str) -> dict[str, list[str]]:
