@@ -36,10 +36,11 @@ venv: $(STAMP)
 
 # The environment: pinned lock (torch 2.14.1 + torchvision 0.29.1 from the local wheels), the
 # package in editable mode, and mmcv built from source (cached in ~/.cache/pmcflow/wheels).
-$(STAMP): requirements/lock.txt pyproject.toml scripts/setup/build_mmcv.sh
+$(STAMP): requirements/lock.txt requirements/extras-llm.txt pyproject.toml scripts/setup/build_mmcv.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip wheel
 	$(BIN)/python -m pip install -q -r requirements/lock.txt
+	$(BIN)/python -m pip install -q --no-deps -r requirements/extras-llm.txt
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	scripts/setup/build_mmcv.sh $(BIN)/python
 	touch $@

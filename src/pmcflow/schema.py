@@ -103,7 +103,7 @@ ARTICLES = pa.schema(
         pa.field("license_code", pa.string()),  # normalised code ("CC BY", "CC0", ...)
         pa.field("license_url", pa.string()),
         pa.field("is_retracted", pa.bool_()),
-        pa.field("retraction_source", pa.string()),  # metadata | jats-related-article | title | null
+        pa.field("retraction_source", pa.string()),  # metadata | jats-article-type | jats-related-article | title | null
         pa.field("n_figures", pa.int32()),
         pa.field("n_mentions", pa.int32()),
         pa.field("xml_path", pa.string()),
