@@ -76,7 +76,9 @@ def markdown(res: dict[str, Any]) -> str:
         "# Encoder training benchmark (CPU)",
         "",
         f"{res['n_train']} training pairs (real crops, 96 px source, 64 px model input); {res['machine']}; "
-        f"open_clip_train as a subprocess, fp32.",
+        "open_clip_train as a subprocess, fp32, `train.threads: 1` (OMP_NUM_THREADS=1). With torch's default "
+        "2 threads on this shared machine the same tiny-vit-bpe run measured 3.2 samples/s (median step): "
+        "thread oversubscription, not compute, dominated.",
         "",
         "| model | epochs | batch | steps | samples/s (median step) | samples/s (end to end) | wall s | loss first -> last | checkpoint MB |",
         "|---|---|---|---|---|---|---|---|---|",

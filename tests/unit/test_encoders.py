@@ -117,8 +117,10 @@ def test_production_preset_command() -> None:
     assert arg["--beta1"] == "0.9" and arg["--beta2"] == "0.98"
     assert arg["--epochs"] == "64" and arg["--lr-scheduler"] == "cosine" and arg["--precision"] == "amp"
     assert int(arg["--batch-size"]) * 8 * int(arg["--accum-freq"]) == 2048
-    sched = TR.schedule(cfg, n)
+    sched = TR.schedule(cfg, n, 1800)
     assert sched.global_batch == 2048
+    # open_clip: ceil(18M / 512) batches per epoch rounded up to the 8 workers, / accum 4, x 64 epochs
+    assert sched.total_steps == (math.ceil(math.ceil(n / 512) / 8) * 8 // 4) * 64
     assert sched.warmup_steps == round(0.1 * sched.total_steps)
     assert int(arg["--warmup"]) == sched.warmup_steps
     assert "--local-loss" in cmd and "--gather-with-grad" in cmd and arg["--val-num-samples"] == "50000"
@@ -132,6 +134,7 @@ def test_cpu_command_caps_workers_and_rejects_amp() -> None:
     )  # fmt: skip
     assert cmd[1:3] == ["-m", "open_clip_train.main"]
     assert cmd[cmd.index("--workers") + 1] == "2" and "--val-data" not in cmd
+    assert TR.schedule(cfg, 40, 2).batches_per_epoch == 6  # ceil(40/8)=5 rounded up to 2 workers
     with pytest.raises(TR.TrainError):
         TR.resolve_config({"precision": "amp"})
     with pytest.raises(TR.TrainError):

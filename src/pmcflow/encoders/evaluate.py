@@ -38,6 +38,7 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".g
 DEFAULTS: dict[str, Any] = {
     "split": "test",
     "device": "cpu",
+    "threads": None,  # torch intra-op threads for this process (null: leave as is)
     "batch_size": 64,
     "recall_at": [1, 10, 50, 200],
     "group_identical_texts": True,
@@ -368,6 +369,10 @@ def evaluate_encoder(
     train = json.loads((Path(train_dir) / "train.json").read_text(encoding="utf-8"))
     model_id = model_id or train["model_id"]
     checkpoint = checkpoint or train["checkpoint"]
+    if cfg["threads"]:
+        import torch
+
+        torch.set_num_threads(int(cfg["threads"]))
     encoder = Encoder(model_id, checkpoint, cfg["device"])
     bs = int(cfg["batch_size"])
     n_boot, ci = int(cfg["bootstrap"]), float(cfg["ci"])
