@@ -64,3 +64,10 @@ def per_chunk(pattern):
         return expand(pattern, chunk=listed_chunks())
 
     return _inputs
+
+
+def decompose_model_input(wildcards):
+    """The detector this run trains, when decompose.checkpoint is 'trained'."""
+    if config["decompose"]["checkpoint"] == "trained":
+        return {"model": f"{RESULTS}/detector/model/train.json"}
+    return {}

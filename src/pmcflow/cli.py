@@ -30,6 +30,8 @@ register("train-detector", "pmcflow.detect.cli", "train", "Train a subfigure det
 register("detect", "pmcflow.detect.cli", "detect", "Detect subfigures; write COCO results json.")
 register("eval-boxes", "pmcflow.detect.cli", "eval_boxes", "COCO mAP and F1@0.5 of predictions against ground truth.")
 register("outputs", "pmcflow.outputs", "cli", "Show where a run's outputs are and what each stage kept/rejected.")
+register("decompose", "pmcflow.decompose", "cli", "Decompose figure images into subfigures (boxes, crops, panel letters).")
+register("enrich-chunk", "pmcflow.enrich.stage", "cli", "Enrich one chunk's subfigures with subcaptions and summaries.")
 register("split-caption", "pmcflow.enrich.subcaption", "cli", "Split captions (JSON lines on stdin) into labelled segments.")
 
 

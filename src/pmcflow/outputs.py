@@ -14,6 +14,8 @@ STAGES: list[tuple[str, str, str]] = [
     ("list", "listing/counts.json", "listing/listing.parquet"),
     ("acquire", "acquire/counts.json", "acquire/<chunk>/articles.parquet"),
     ("parse", "parse/counts.json", "parse/<chunk>/{articles,figures,mentions}.parquet"),
+    ("decompose", "decompose/counts.json", "decompose/<chunk>/subfigures.parquet (+ crops/)"),
+    ("enrich", "enrich/counts.json", "enrich/<chunk>/enriched.parquet"),
 ]
 
 

@@ -197,11 +197,13 @@ ENRICHED = pa.schema(
         pa.field("subcaption_reason", pa.string()),  # why a fallback was used, else null
         pa.field("subcaption_model", pa.string()),  # model id@revision, or "rules"
         pa.field("subcaption_prompt_sha256", pa.string()),
+        pa.field("subcaption_sampling", pa.string()),  # JSON of the sampling parameters (LLM only)
         pa.field("summary", pa.string()),
         pa.field("summary_source", pa.string()),  # extractive | llm | none
         pa.field("summary_reason", pa.string()),
         pa.field("summary_model", pa.string()),
         pa.field("summary_prompt_sha256", pa.string()),
+        pa.field("summary_sampling", pa.string()),
         pa.field("mention_uids", pa.list_(pa.string())),  # the in-text references used
     ]
 )

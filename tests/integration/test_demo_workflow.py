@@ -58,6 +58,32 @@ def test_counts_reconcile_at_every_stage(demo_run: Path) -> None:
     assert rej.height == sum(acquire["rejected"].values()) + sum(listing["rejected"].values())
 
 
+def test_decompose_and_enrich_reconcile(demo_run: Path) -> None:
+    results = demo_run / "results"
+    parse = read_counts(results / "parse/counts.json")
+    decompose = read_counts(results / "decompose/counts.json")
+    enrich = read_counts(results / "enrich/counts.json")
+    # Every resolved figure graphic is decomposed or rejected with a reason.
+    chunks = sorted(json.loads((results / "listing/chunks.json").read_text())["chunks"])
+    figures = pl.concat([pl.read_parquet(results / f"parse/{c}/figures.parquet") for c in chunks])
+    graphics = sum(len(g or []) for g in figures["graphics"].to_list())
+    assert parse["extra"]["graphics"] == graphics
+    # Every graphic is considered: decomposed, or rejected with a reason (unresolved ones included).
+    assert decompose["in"] == graphics
+    assert decompose["in"] == decompose["kept"] + sum(decompose["rejected"].values())
+    # Each subfigure becomes exactly one enriched row.
+    assert enrich["in"] == decompose["extra"]["n_subfigures"]
+    assert enrich["kept"] == enrich["in"]
+    enriched = pl.concat([pl.read_parquet(results / f"enrich/{c}/enriched.parquet") for c in chunks])
+    assert enriched.columns == S.ENRICHED.names
+    assert enriched["subcaption"].null_count() == 0
+    assert set(enriched["subcaption_source"].unique()) <= {"rules", "vlm", "fallback-full"}
+    for row in enriched.iter_rows(named=True):
+        assert Path(row["crop_path"]).is_file()
+        # Subcaptions are verbatim pieces of the caption (whitespace-normalised).
+        assert " ".join(row["subcaption"].split()) in " ".join((row["caption"] or "").split())
+
+
 def test_parse_outputs_are_complete(demo_run: Path) -> None:
     results = demo_run / "results"
     chunks = sorted(json.loads((results / "listing/chunks.json").read_text())["chunks"])

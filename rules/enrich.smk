@@ -1,0 +1,50 @@
+# Stage 6: subcaptions and in-text reference summaries per subfigure.
+
+
+rule enrich_chunk:
+    input:
+        subfigures=f"{RESULTS}/decompose/{{chunk}}/subfigures.parquet",
+        figures=f"{RESULTS}/parse/{{chunk}}/figures.parquet",
+        mentions=f"{RESULTS}/parse/{{chunk}}/mentions.parquet",
+        articles=f"{RESULTS}/parse/{{chunk}}/articles.parquet",
+    output:
+        enriched=f"{RESULTS}/enrich/{{chunk}}/enriched.parquet",
+        rejections=f"{RESULTS}/enrich/{{chunk}}/rejections.parquet",
+        counts=f"{RESULTS}/enrich/{{chunk}}/counts.json",
+    params:
+        enrich=config["enrich"],
+        code=code_version("enrich", "data/prompts"),
+    log:
+        f"{LOGS}/enrich/{{chunk}}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    conda:
+        ENV
+    script:
+        "../scripts/enrich_chunk.py"
+
+
+rule enrich_summary:
+    input:
+        counts=per_chunk(f"{RESULTS}/enrich/{{chunk}}/counts.json"),
+        rejections=per_chunk(f"{RESULTS}/enrich/{{chunk}}/rejections.parquet"),
+    output:
+        counts=f"{RESULTS}/enrich/counts.json",
+        rejections=f"{RESULTS}/enrich/rejections.parquet",
+    params:
+        stage="enrich",
+    log:
+        f"{LOGS}/enrich/summary.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        ENV
+    script:
+        "../scripts/merge_stage.py"
+
+
+FINAL_TARGETS.append(f"{RESULTS}/enrich/counts.json")

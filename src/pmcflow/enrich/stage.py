@@ -1,0 +1,159 @@
+"""The enrich stage: one ``enriched`` table per chunk (subfigure + subcaption + summary + provenance).
+
+Inputs are the chunk's decomposition (``subfigures``) and parse outputs (``figures``, ``mentions``,
+``articles``).  Every subfigure yields exactly one enriched row: a subcaption that could not be
+found falls back to the full caption and a subfigure without in-text references gets an empty
+summary, each with its reason recorded.  Only a subfigure whose figure or article is missing from
+the parse tables is rejected (that would be an upstream inconsistency, recorded, never dropped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pmcflow import schema as S
+from pmcflow import tables as T
+from pmcflow.config import add_config_args, config_from_args
+from pmcflow.enrich.subcaption import SubcaptionRequest, make_subcaptioner
+from pmcflow.enrich.summary import SummaryRequest, make_summarizer
+
+log = logging.getLogger(__name__)
+STAGE = "enrich"
+
+
+def _caption_parts(fig: Mapping[str, Any]) -> tuple[str, str | None]:
+    return str(fig.get("caption") or ""), fig.get("caption_title")
+
+
+def enrich_rows(
+    cfg: Mapping[str, Any],
+    subfigures: Sequence[Mapping[str, Any]],
+    figures: Sequence[Mapping[str, Any]],
+    mentions: Sequence[Mapping[str, Any]],
+    articles: Sequence[Mapping[str, Any]],
+    rejections: T.Rejections,
+) -> list[dict[str, Any]]:
+    """Enrich subfigure rows; rows that cannot be enriched are added to ``rejections``."""
+    ecfg = dict(cfg.get("enrich") or {})
+    figs = {f["figure_uid"]: f for f in figures}
+    arts = {a["article_uid"]: a for a in articles}
+    by_article: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for m in mentions:
+        by_article[m["article_uid"]].append(m)
+
+    usable: list[Mapping[str, Any]] = []
+    for sf in subfigures:
+        if sf["figure_uid"] not in figs:
+            rejections.add(sf["subfigure_uid"], "figure_missing", "figure not in the parse table", sf["pmcid"])
+        elif sf["article_uid"] not in arts:
+            rejections.add(sf["subfigure_uid"], "article_missing", "article not in the parse table", sf["pmcid"])
+        else:
+            usable.append(sf)
+
+    sub_requests = []
+    for sf in usable:
+        caption, title = _caption_parts(figs[sf["figure_uid"]])
+        sub_requests.append(
+            SubcaptionRequest(
+                key=sf["subfigure_uid"],
+                caption=caption,
+                letter=sf.get("panel_label"),
+                image=sf.get("crop_path"),
+                title=title,
+                group=sf["figure_uid"],
+            )
+        )
+    subcaptioner = make_subcaptioner(ecfg.get("subcaption"))
+    sub_results = {r.key: r for r in subcaptioner.extract(sub_requests)}
+
+    sum_requests = []
+    for sf in usable:
+        fig = figs[sf["figure_uid"]]
+        sum_requests.append(
+            SummaryRequest(
+                key=sf["subfigure_uid"],
+                figure_id=fig["figure_id"],
+                caption=str(fig.get("caption") or ""),
+                subcaption=sub_results[sf["subfigure_uid"]].text,
+                mentions=by_article.get(sf["article_uid"], []),
+                letter=sf.get("panel_label"),
+                group=sf["figure_uid"],
+            )
+        )
+    summarizer = make_summarizer(ecfg.get("summary"))
+    sum_results = {r.key: r for r in summarizer.summarize(sum_requests)}
+
+    rows: list[dict[str, Any]] = []
+    for sf in usable:
+        fig, art = figs[sf["figure_uid"]], arts[sf["article_uid"]]
+        row = {k: sf.get(k) for k in S.SUBFIGURES.names}
+        row.update(
+            doi=art.get("doi"),
+            pmid=art.get("pmid"),
+            license_code=art.get("license_code"),
+            is_retracted=art.get("is_retracted"),
+            figure_label=fig.get("label"),
+            caption=fig.get("caption"),
+        )
+        row.update(sub_results[sf["subfigure_uid"]].to_row())
+        row.update(sum_results[sf["subfigure_uid"]].to_row())
+        rows.append(row)
+    return rows
+
+
+def enrich_chunk(
+    cfg: Mapping[str, Any],
+    chunk: str,
+    subfigures_path: str,
+    figures_path: str,
+    mentions_path: str,
+    articles_path: str,
+    out_dir: str,
+) -> dict[str, Any]:
+    """Write ``out_dir/enriched.parquet``, ``rejections.parquet`` and ``counts.json``."""
+    out = Path(out_dir)
+    subfigures = T.read_rows(subfigures_path)
+    rejections = T.Rejections(STAGE, chunk=chunk)
+    rows = enrich_rows(
+        cfg,
+        subfigures,
+        T.read_rows(figures_path),
+        T.read_rows(mentions_path),
+        T.read_rows(articles_path),
+        rejections,
+    )
+    rows.sort(key=lambda r: r["subfigure_uid"])
+    T.write_table(rows, S.ENRICHED, out / "enriched.parquet")
+    rejections.write(out / "rejections.parquet")
+    sources: dict[str, int] = defaultdict(int)
+    for r in rows:
+        sources[f"subcaption.{r['subcaption_source']}"] += 1
+        sources[f"summary.{r['summary_source']}"] += 1
+    record = T.counts_record(
+        STAGE, len(subfigures), len(rows), rejections.by_reason(), chunk=chunk, extra=dict(sorted(sources.items()))
+    )
+    T.write_counts(out / "counts.json", record)
+    log.info("enrich %s: %d subfigures -> %d rows", chunk, len(subfigures), len(rows))
+    return record
+
+
+def cli(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="pmcflow enrich-chunk", description=__doc__)
+    add_config_args(ap)
+    ap.add_argument("--chunk", required=True)
+    ap.add_argument("--subfigures", required=True)
+    ap.add_argument("--figures", required=True)
+    ap.add_argument("--mentions", required=True)
+    ap.add_argument("--articles", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    rec = enrich_chunk(
+        config_from_args(args), args.chunk, args.subfigures, args.figures, args.mentions, args.articles, args.out
+    )
+    print(f"enrich {args.chunk}: in={rec['in']} kept={rec['kept']} rejected={rec['rejected']}")
+    return 0
