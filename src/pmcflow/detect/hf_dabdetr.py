@@ -336,7 +336,7 @@ class HFDabDetrDetector(EvaluateMixin):
                 "lr": sched.get_last_lr()[0],
             }
             rec.update({k: v / max(1, n_batches) for k, v in sums.items()})
-            rec["images_per_s"] = n_batches and n_images / max(train_seconds, 1e-9)
+            rec["images_per_s"] = n_images / train_seconds if train_seconds > 0 else 0.0
             last = step >= total or epoch + 1 == int(p["epochs"])
             ve = int(p["val_every"])
             if val_items and (last or (ve > 0 and (epoch + 1) % ve == 0)):
