@@ -11,6 +11,8 @@ configfile: "config/config.yaml"
 include: "rules/common.smk"
 include: "rules/acquire.smk"
 include: "rules/parse.smk"
+include: "rules/synth.smk"
+include: "rules/detector.smk"
 include: "rules/decompose.smk"
 include: "rules/enrich.smk"
 

@@ -69,5 +69,10 @@ def per_chunk(pattern):
 def decompose_model_input(wildcards):
     """The detector this run trains, when decompose.checkpoint is 'trained'."""
     if config["decompose"]["checkpoint"] == "trained":
-        return {"model": f"{RESULTS}/detector/model/train.json"}
+        return {"model": f"{RESULTS}/detector/model"}
     return {}
+
+
+def detector_model_input(wildcards):
+    """The detector trained in this run, when detector.train is on."""
+    return {"model": f"{RESULTS}/detector/model"} if config["detector"]["train"] else {}

@@ -12,7 +12,7 @@ from pmcflow.decompose.stage import decompose_chunk  # noqa: E402
 sm = snakemake  # noqa: F821
 cfg = copy.deepcopy(sm.config)
 if "model" in sm.input.keys():  # decompose.checkpoint == "trained": the detector this run trained
-    trained = json.loads(Path(sm.input.model).read_text())
+    trained = json.loads((Path(sm.input.model) / "train.json").read_text())
     cfg["decompose"]["backend"] = trained["backend"]
     cfg["decompose"]["checkpoint"] = trained["checkpoint"]
 decompose_chunk(cfg, sm.wildcards.chunk, sm.input.figures, str(Path(sm.output.subfigures).parent))

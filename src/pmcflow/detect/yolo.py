@@ -13,6 +13,7 @@ are set before it is imported unless the caller set them.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 from collections.abc import Sequence
@@ -70,12 +71,24 @@ def _device(device: str) -> str:
 def write_data_yaml(path: Path, train_dir: Path, val_dir: Path | None) -> Path:
     import yaml
 
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def source(root: Path, split: str) -> str:
+        # A merged render keeps images inside its shards (file_name "shard-00000/images/x.png"):
+        # give YOLO the image list; it finds each label by swapping /images/ for /labels/.
+        ann = root / "annotations.json"
+        if ann.is_file() and not (root / "images").is_dir():
+            names = [im["file_name"] for im in json.loads(ann.read_text(encoding="utf-8"))["images"]]
+            listing = path.parent / f"{split}.txt"
+            listing.write_text("".join(f"{(root / n).resolve()}\n" for n in names), encoding="utf-8")
+            return str(listing)
+        return str((root / "images").resolve())
+
     data = {
-        "train": str((Path(train_dir) / "images").resolve()),
-        "val": str((Path(val_dir or train_dir) / "images").resolve()),
+        "train": source(Path(train_dir), "train"),
+        "val": source(Path(val_dir or train_dir), "val"),
         "names": {0: "subfigure"},
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=True), encoding="utf-8")
     return path
 

@@ -1,0 +1,46 @@
+# Stage 4: train the subfigure detector on synthetic figures; evaluate it on every set.
+
+
+rule train_detector:
+    input:
+        train=f"{RESULTS}/synth/train/annotations.json",
+        val=f"{RESULTS}/synth/val/annotations.json",
+    output:
+        directory(f"{RESULTS}/detector/model"),
+    params:
+        detector=config["detector"],
+        code=code_version("detect"),
+    log:
+        f"{LOGS}/detector/train.log",
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=2880,
+    conda:
+        ENV
+    script:
+        "../scripts/train_detector.py"
+
+
+rule evaluate_detector:
+    input:
+        unpack(detector_model_input),
+        holdout=f"{RESULTS}/synth/holdout/annotations.json",
+    output:
+        eval=f"{RESULTS}/detector/eval/eval.json",
+    params:
+        detector=config["detector"],
+        code=code_version("detect"),
+    log:
+        f"{LOGS}/detector/evaluate.log",
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    conda:
+        ENV
+    script:
+        "../scripts/evaluate_detector.py"
+
+
+FINAL_TARGETS.append(f"{RESULTS}/detector/eval/eval.json")

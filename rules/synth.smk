@@ -1,0 +1,58 @@
+# Stage 3: synthetic compound figures (COCO + YOLO) rendered in shards, merged per split.
+
+# Figure indices: train from 0, validation and holdout far beyond, so splits never share a figure.
+SYNTH_SPLITS = {
+    "train": (config["synth"]["n_train"], 0),
+    "val": (config["synth"]["n_val"], 100_000_000),
+    "holdout": (config["synth"]["n_holdout"], 200_000_000),
+}
+
+
+wildcard_constraints:
+    split="train|val|holdout",
+    shard=r"\d{5}",
+
+
+rule render_shard:
+    output:
+        directory(f"{RESULTS}/synth/{{split}}/shard-{{shard}}"),
+    params:
+        n=lambda wc: SYNTH_SPLITS[wc.split][0],
+        start=lambda wc: SYNTH_SPLITS[wc.split][1],
+        synth=config["synth"],
+        seed=config["seed"],
+        code=code_version("synth"),
+    log:
+        f"{LOGS}/synth/{{split}}-{{shard}}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=240,
+    conda:
+        ENV
+    script:
+        "../scripts/render_shard.py"
+
+
+rule render_merge:
+    input:
+        lambda wc: expand(
+            f"{RESULTS}/synth/{wc.split}/shard-{{shard}}",
+            shard=[f"{k:05d}" for k in range(config["synth"]["num_shards"])],
+        ),
+    output:
+        annotations=f"{RESULTS}/synth/{{split}}/annotations.json",
+        counts=f"{RESULTS}/synth/{{split}}/counts.json",
+    log:
+        f"{LOGS}/synth/{{split}}-merge.log",
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    conda:
+        ENV
+    script:
+        "../scripts/render_merge.py"
+
+
+FINAL_TARGETS.append(f"{RESULTS}/synth/holdout/counts.json")

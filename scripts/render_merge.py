@@ -1,0 +1,11 @@
+"""Rule render_merge: merge the shards of one split into one COCO file (pmcflow.synth)."""
+from pathlib import Path
+
+from pmcflow.workflow import log_to_file
+
+log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+
+from pmcflow.synth.render import merge_shards  # noqa: E402
+
+sm = snakemake  # noqa: F821
+merge_shards(list(sm.input), str(Path(sm.output.annotations).parent))
