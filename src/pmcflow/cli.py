@@ -32,6 +32,9 @@ register("eval-boxes", "pmcflow.detect.cli", "eval_boxes", "COCO mAP and F1@0.5 
 register("outputs", "pmcflow.outputs", "cli", "Show where a run's outputs are and what each stage kept/rejected.")
 register("decompose", "pmcflow.decompose", "cli", "Decompose figure images into subfigures (boxes, crops, panel letters).")
 register("enrich-chunk", "pmcflow.enrich.stage", "cli", "Enrich one chunk's subfigures with subcaptions and summaries.")
+register("shard", "pmcflow.shard", "cli", "Write WebDataset shards, Parquet index, sizes.json and manifest.")
+register("train-encoder", "pmcflow.encoders.train", "cli", "Train an image-text encoder with open_clip on the shards.")
+register("evaluate-encoder", "pmcflow.encoders.evaluate", "cli", "Retrieval Recall@K and zero-shot metrics of a trained encoder.")
 register("split-caption", "pmcflow.enrich.subcaption", "cli", "Split captions (JSON lines on stdin) into labelled segments.")
 
 

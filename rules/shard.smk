@@ -1,0 +1,25 @@
+# Stage 8: WebDataset shards (open_clip reads them as-is), Parquet index, sizes.json, manifest.
+
+
+rule shard:
+    input:
+        dataset=per_chunk(f"{RESULTS}/filter/{{chunk}}/dataset.parquet"),
+    output:
+        directory(f"{RESULTS}/shards"),
+    params:
+        shard=config["shard"],
+        seed=config["seed"],
+        code=code_version("shard.py"),
+    log:
+        f"{LOGS}/shard/shard.log",
+    threads: 1
+    resources:
+        mem_mb=16000,
+        runtime=720,
+    conda:
+        ENV
+    script:
+        "../scripts/shard.py"
+
+
+FINAL_TARGETS.append(f"{RESULTS}/shards")
