@@ -353,3 +353,21 @@ def test_cli(tmp_path, pool):
     bad = json.loads((out / "rejections.json").read_text())
     assert bad == [{"image": str(tmp_path / "bad.png"), "reason": "unreadable", "detail": "not a recognised image format"}]
     assert cli([str(tmp_path / "bad.png"), "--out", str(out), "--backend", "xycut", "--checkpoint", "none", "--strict"]) == 1
+
+
+# ------------------------------------------------------------------------------------ evaluation
+
+
+def test_demo_evaluation_small():
+    from pmcflow.decompose.evaluate import evaluate_decomposition, load_demo
+
+    repo = Path(__file__).resolve().parents[2]
+    figs = load_demo(repo / "demo/corpus/figures.jsonl", repo / "demo/corpus")
+    assert len(figs) >= 100 and all(f.image.is_file() for f in figs)
+    sub = [f for f in figs if len(f.boxes) > 1][:3]
+    res = evaluate_decomposition(CFG, sub)
+    assert res["n_images"] == 3 and res["detection_raw"]["n_gt"] == sum(len(f.boxes) for f in sub)
+    oracle = res["labels_oracle_boxes"]["order-only"]
+    # ground-truth boxes + caption letters in reading order: the compositor labels in reading order
+    assert oracle["matched"] == oracle["n_gt_labels"] and oracle["correct"] == oracle["n_gt_labels"]
+    assert res["labels"]["reader-only"]["labelled"] == 0  # label reading is off in CFG

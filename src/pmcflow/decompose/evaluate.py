@@ -96,17 +96,16 @@ class LabelTally:
         g = np.asarray([fig.boxes[k] for k in gt_idx], dtype=np.float64)
         p = np.asarray([[s.x, s.y, s.w, s.h] for s in planned], dtype=np.float64)
         ious = iou_matrix(g, p)
-        used: set[int] = set()
+        used_gt: set[int] = set()
+        used_pred: set[int] = set()
         for flat in np.argsort(-ious, axis=None, kind="stable"):
             gi, pj = divmod(int(flat), len(planned))
             if ious[gi, pj] < 0.5:
                 break
-            if pj in used or gi < 0:
+            if gi in used_gt or pj in used_pred:
                 continue
-            if np.isnan(ious[gi, 0]):  # row already matched
-                continue
-            used.add(pj)
-            ious[gi, :] = np.nan
+            used_gt.add(gi)
+            used_pred.add(pj)
             self.matched += 1
             s = planned[pj]
             label = s.label if only_source is None or s.source == only_source else None
@@ -133,7 +132,7 @@ def evaluate_decomposition(
     """Detection and label metrics of the configured decomposition on ``figs`` (see module doc)."""
     dcfg = settings(cfg)
     info = build_detector(dcfg)
-    reader = load_label_reader(dcfg)
+    reader = load_label_reader(dcfg) if dcfg["label_reading"] else None
     gt = _coco(figs)
     raw_preds: list[dict[str, Any]] = []
     final_preds: list[dict[str, Any]] = []

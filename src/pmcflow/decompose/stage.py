@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -37,6 +38,7 @@ from pmcflow.detect.base import Box, Detector, get_detector
 from pmcflow.detect.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 
 STAGE = "decompose"
+log = logging.getLogger(__name__)
 
 # The ``decompose:`` config section and its defaults (docs/decompose.md).
 DEFAULTS: dict[str, Any] = {
@@ -47,7 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "nms_iou": 0.2,  # seed 000: NMS IoU 0.2
     "batch_size": 8,
     "min_box_px": 16,  # boxes whose clipped width or height is below this are dropped
-    "single_panel_cover": 0.8,  # one box covering >= this fraction of the image -> single panel
+    "single_panel_cover": 0.5,  # one box covering >= this fraction of the image -> single panel
     "crop_format": "png",  # png (lossless) | source (JPEG crops of JPEG sources, else PNG)
     "jpeg_quality": 95,
     "label_reading": True,  # read printed panel letters with the shipped label reader
@@ -342,6 +344,8 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
         extra["detector_checkpoint_sha256"] = info.checkpoint_sha256
     if reader is not None:
         extra["label_reader_sha256"] = reader.sha256
+    elif items and dcfg["label_reading"]:
+        extra["label_reader_sha256"] = "unavailable"
     record = T.counts_record(STAGE, totals.n_in, totals.n_kept, rej.by_reason(), chunk=chunk, extra=extra)
     T.write_counts(out / "counts.json", record)
     return record
@@ -434,9 +438,13 @@ def _subfigures(
 
 
 def load_label_reader(dcfg: Mapping[str, Any]) -> Any:
-    """The shipped label reader, or None when it (or torch/scipy) is unavailable."""
+    """The shipped label reader, or None (with a warning) when it or torch/scipy is unavailable."""
     try:
         from pmcflow.decompose.labelreader import LabelReader
-    except ImportError:
+    except ImportError as exc:
+        log.warning("label reading disabled: %s (install torch and scipy)", exc)
         return None
-    return LabelReader.shipped(min_prob=float(dcfg["label_min_prob"]))
+    reader = LabelReader.shipped(min_prob=float(dcfg["label_min_prob"]))
+    if reader is None:
+        log.warning("label reading disabled: the package ships no label reader weights")
+    return reader
