@@ -36,7 +36,13 @@ def code_version(*modules):
     h = hashlib.sha256()
     for mod in modules:
         path = SRC / mod
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        if path.is_dir():  # a subpackage or a folder of shipped data (weights, prompts)
+            files = sorted(f for f in path.rglob("*") if f.is_file() and "__pycache__" not in f.parts)
+        elif path.is_file():
+            files = [path]
+        else:  # e.g. no detector shipped: hash the absence, so shipping one reruns the stage
+            h.update(f"absent:{mod}".encode())
+            files = []
         for f in files:
             h.update(str(f.relative_to(SRC)).encode())
             h.update(f.read_bytes())

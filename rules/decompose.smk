@@ -12,7 +12,7 @@ rule decompose_chunk:
         crops=directory(f"{RESULTS}/decompose/{{chunk}}/crops"),
     params:
         decompose=config["decompose"],
-        code=code_version("decompose", "detect"),
+        code=code_version("decompose", "detect", "data/labelreader", "data/detector"),
     log:
         f"{LOGS}/decompose/{{chunk}}.log",
     threads: 2
