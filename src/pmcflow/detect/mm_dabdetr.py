@@ -117,6 +117,9 @@ def base_config_path() -> Path:
 
 
 def _img_prefix(root: Path) -> str:
+    """``images/`` unless the COCO file names already start with it."""
+    if not (root / "annotations.json").is_file():
+        return "images/"
     with open(root / "annotations.json", encoding="utf-8") as fh:
         images = json.load(fh).get("images", [])
     first = str(images[0]["file_name"]) if images else ""
