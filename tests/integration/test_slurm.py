@@ -95,7 +95,9 @@ def _profile(tmp: Path, cluster: slurm.SlurmCluster, **overrides) -> Path:
 
 
 def _snakemake(cluster, workdir: Path, args: list[str], timeout: int) -> subprocess.CompletedProcess[str]:
-    cmd = ["timeout", "-k", "10", str(timeout), SNAKEMAKE, *args]
+    # profiles/default sits where Snakemake looks for a *workflow* profile and would be layered over
+    # --profile (its default-resources replace the Slurm ones): switch that off explicitly.
+    cmd = ["timeout", "-k", "10", str(timeout), SNAKEMAKE, "--workflow-profile", "none", *args]
     env = cluster.environ()
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout + 30)
@@ -196,7 +198,7 @@ def test_demo_dag_on_slurm(cluster, tmp_path):
     prof = _profile(tmp_path, cluster)
     before = {r["JobID"] for r in cluster.sacct()}
     proc = _snakemake(
-        cluster, work, ["--profile", str(prof), "--configfile", "config/demo.yaml"], timeout=900
+        cluster, work, ["--profile", str(prof), "--configfile", "config/demo.yaml"], timeout=1200
     )
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-8000:]
