@@ -189,7 +189,9 @@ class UltralyticsDetector(EvaluateMixin):
         ckpt = out_dir / "model.pt"
         shutil.copyfile(best, ckpt)
         history = _read_history(run_dir / "results.csv")
-        ips = n_train * int(p["epochs"]) / t.seconds if t.seconds > 0 else 0.0
+        # Epochs actually run: `patience` or `ultralytics.time` can end training early.
+        epochs_run = len(history) or int(p["epochs"])
+        ips = n_train * epochs_run / t.seconds if t.seconds > 0 else 0.0
         self.checkpoint, self._model, self.params = ckpt, None, p
         return TrainResult(ckpt, history, ips, t.seconds, {k: v for k, v in p.items()})
 
