@@ -1,0 +1,595 @@
+"""Report sections: each takes a :class:`Results` and returns parts (HTML snippets and PNGs).
+
+The notebooks call one function per section (they stay thin); a section whose stage did not run
+returns a single "not run in this workflow" note naming the files it looked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import polars as pl
+
+from pmcflow.report import load, plots
+from pmcflow.report.html import (
+    Html,
+    Part,
+    cards,
+    esc,
+    figure_png,
+    heading,
+    not_run,
+    note,
+    para,
+    shorten,
+    table,
+    thumbnail_uri,
+)
+from pmcflow.report.load import Results
+
+# Reference numbers of the Open-PMC-18M paper (seed 000), shown next to ours for scale.
+PAPER_DETECTOR = [
+    {"system": "Open-PMC-18M DAB-DETR", "eval set": "synthetic validation", "mAP": 98.58, "F1": 99.96},
+    {"system": "Open-PMC-18M DAB-DETR", "eval set": "ImageCLEF 2016", "mAP": 36.88, "F1": 73.55},
+    {"system": "DETR on MedICaT (previous best)", "eval set": "ImageCLEF 2016", "mAP": 28.20, "F1": 64.85},
+    {"system": "Qwen2.5-VL-32B zero-shot", "eval set": "ImageCLEF 2016", "mAP": 30.12, "F1": 68.12},
+]
+
+
+def _rows(df: pl.DataFrame) -> list[dict[str, Any]]:
+    return df.to_dicts()
+
+
+# ============================================================================================
+# Common
+# ============================================================================================
+def overview(res: Results, title: str) -> list[Part]:
+    ran = [c.stage for c in load.stage_counts(res)]
+    missing = [s.stage for s in load.missing_stages(res)]
+    try:
+        shown = res.results_dir.relative_to(res.workdir)
+    except ValueError:
+        shown = res.results_dir
+    parts: list[Part] = [
+        Html(f"<h1>{esc(title)}</h1>"),
+        Html(
+            f"<p>Results directory: <code>{esc(shown)}</code><br/>"
+            f"Stages with outputs: {esc(', '.join(ran) or 'none')}<br/>"
+            f"Stages not run: {esc(', '.join(missing) or 'none')}</p>"
+        ),
+    ]
+    return parts
+
+
+# ============================================================================================
+# Dataset report
+# ============================================================================================
+def funnel(res: Results) -> list[Part]:
+    counts = load.stage_counts(res)
+    if not counts:
+        return [not_run("Stage counts", [res.path("<stage>/counts.json")])]
+    rows = [
+        {
+            "stage": c.stage,
+            "unit": c.unit_in,
+            "in": c.n_in,
+            "kept": c.kept,
+            "rejected": c.n_rejected,
+            "kept %": 100.0 * c.kept / c.n_in if c.n_in else None,
+            "passed on": c.out,
+            "passed-on unit": c.unit_out,
+        }
+        for c in counts
+    ]
+    parts: list[Part] = [table(rows, digits=1), figure_png(plots.funnel(counts))]
+    missing = load.missing_stages(res)
+    if missing:
+        parts.append(
+            note("Not run in this workflow: " + ", ".join(f"{s.stage} (no {s.counts})" for s in missing))
+        )
+    return parts
+
+
+def rejection_reasons(res: Results) -> list[Part]:
+    counts = load.stage_counts(res)
+    if not counts:
+        return [not_run("Rejections", [res.path("<stage>/counts.json")])]
+    per_stage = [
+        {"stage": c.stage, "reason": reason, "n": n}
+        for c in counts
+        for reason, n in sorted(c.rejected.items())
+    ]
+    summary = load.rejection_summary(res)
+    parts: list[Part] = []
+    if per_stage:
+        parts.append(table(per_stage, caption="Rejections by reason (stage counts.json)"))
+        merged: Counter[str] = Counter({f"{r['stage']}: {r['reason']}": r["n"] for r in per_stage})
+        parts.append(
+            figure_png(plots.bar_counts(merged, title="Rejections by stage and reason", xlabel="items"))
+        )
+    else:
+        parts.append(para("No stage rejected anything."))
+    if summary.height:
+        parts.append(
+            table(
+                [{**r, "detail": shorten(r["detail"], 120)} for r in _rows(summary)],
+                caption="One example per stage and reason (rejections.parquet; 'acquire (media)': media files whose article was kept)",
+            )
+        )
+    return parts
+
+
+def composition(res: Results) -> list[Part]:
+    parts: list[Part] = []
+    final = load.final_subfigures(res)
+    arts = load.articles(res)
+    if final is None and arts is None:
+        return [
+            not_run(
+                "Composition",
+                [res.path("parse/<chunk>/articles.parquet"), res.path("enrich/<chunk>/enriched.parquet")],
+            )
+        ]
+    parts.append(heading("Licences"))
+    rows: list[dict[str, Any]] = []
+    lic_sub: dict[str, int] = {}
+    if final is not None:
+        stage, df = final
+        lic_sub = {
+            str(k): int(v) for k, v in df["license_code"].fill_null("unknown").value_counts().iter_rows()
+        }
+    lic_art: dict[str, int] = {}
+    if arts is not None:
+        lic_art = {
+            str(k): int(v) for k, v in arts["license_code"].fill_null("unknown").value_counts().iter_rows()
+        }
+    for code in sorted(
+        set(lic_sub) | set(lic_art), key=lambda c: (-lic_sub.get(c, 0), -lic_art.get(c, 0), c)
+    ):
+        rows.append({"licence": code, "articles": lic_art.get(code, 0), "subfigures": lic_sub.get(code, 0)})
+    parts.append(table(rows, caption="Licence codes: parsed articles and subfigures in the final table"))
+    if lic_sub:
+        parts.append(
+            figure_png(plots.bar_counts(lic_sub, title="Subfigures by licence", xlabel="subfigures"))
+        )
+
+    parts.append(heading("Modality"))
+    ds = load.dataset(res)
+    if ds is None or "modality" not in ds.columns:
+        parts.append(not_run("Modality (filter stage)", [res.path("filter/<chunk>/dataset.parquet")]))
+    else:
+        mod = {str(k): int(v) for k, v in ds["modality"].fill_null("unknown").value_counts().iter_rows()}
+        parts.append(
+            table(
+                [
+                    {"modality": k, "subfigures": v, "share %": 100.0 * v / max(1, ds.height)}
+                    for k, v in sorted(mod.items(), key=lambda kv: -kv[1])
+                ],
+                digits=1,
+                caption="Predicted modality of the kept subfigures (filter stage)",
+            )
+        )
+        parts.append(
+            figure_png(plots.bar_counts(mod, title="Subfigures by predicted modality", xlabel="subfigures"))
+        )
+
+    parts.append(heading("Shards"))
+    man = load.shard_manifest(res)
+    if man is None:
+        parts.append(not_run("Shards", [res.path("shards/manifest.json")]))
+    else:
+        srows = [
+            {
+                "split": name,
+                "samples": sp.get("n_samples"),
+                "shards": sp.get("n_shards"),
+                "articles": sp.get("n_articles", sp.get("articles")),
+                "bytes": sum(int(s.get("size", 0)) for s in sp.get("shards") or []),
+            }
+            for name, sp in sorted((man.get("splits") or {}).items())
+        ]
+        parts.append(table(srows, caption="WebDataset shards per split (shards/manifest.json)"))
+    return parts
+
+
+def text_lengths(res: Results) -> list[Part]:
+    lengths = load.token_lengths(res)
+    if not any(lengths.values()):
+        return [
+            not_run(
+                "Text lengths",
+                [res.path("parse/<chunk>/figures.parquet"), res.path("enrich/<chunk>/enriched.parquet")],
+            )
+        ]
+    rows = []
+    for kind in ("caption", "subcaption", "summary"):
+        vals = sorted(lengths.get(kind) or [])
+        if not vals:
+            rows.append({"text": kind, "n": 0})
+            continue
+        n = len(vals)
+        rows.append(
+            {
+                "text": kind,
+                "n": n,
+                "mean": sum(vals) / n,
+                "median": vals[n // 2],
+                "p90": vals[min(n - 1, int(0.9 * n))],
+                "max": vals[-1],
+            }
+        )
+    return [
+        para(
+            "Token = whitespace-separated word (str.split), not a model tokenizer; captions are counted once "
+            "per figure, subcaptions and summaries once per subfigure (empty summaries left out)."
+        ),
+        table(rows, digits=1),
+        figure_png(plots.token_histograms(lengths)),
+    ]
+
+
+def examples(res: Results, n: int = 8, seed: int = 0) -> list[Part]:
+    final = load.final_subfigures(res)
+    if final is None:
+        return [not_run("Examples", [res.path("enrich/<chunk>/enriched.parquet")])]
+    stage, df = final
+    # Prefer subfigures whose subcaption is their own (not the full caption) and that have a summary.
+    ranked = (
+        load.stable_order(df, "subfigure_uid", seed)
+        .with_columns(
+            (
+                (pl.col("subcaption_source") != "fallback-full").cast(pl.Int8)
+                + pl.col("summary").is_not_null().cast(pl.Int8)
+            ).alias("_score")
+        )
+        .sort("_score", descending=True, maintain_order=True)
+    )
+    picked = ranked.group_by("figure_uid", maintain_order=True).head(1).head(n)
+    items = [
+        {
+            "image": thumbnail_uri(res.resolve(r["crop_path"])) if r["crop_path"] else None,
+            "title": r["subfigure_uid"],
+            "fields": {
+                "panel": r["panel_label"],
+                "modality": r.get("modality"),
+                "subcaption": shorten(r["subcaption"], 300) + f" [{r['subcaption_source']}]",
+                "summary": shorten(r["summary"], 300),
+                "licence": r["license_code"],
+            },
+        }
+        for r in picked.iter_rows(named=True)
+    ]
+    return [
+        para(f"{len(items)} subfigures from the {stage} table, one per figure, seeded order (seed {seed})."),
+        cards(items),
+    ]
+
+
+# ============================================================================================
+# Detector report
+# ============================================================================================
+def detector_metrics(res: Results) -> list[Part]:
+    ev = load.detector_eval(res)
+    if ev is None:
+        return [not_run("Detector evaluation", [res.path("detector/eval/eval.json")])]
+    df = load.detector_metrics(ev)
+    parts: list[Part] = [
+        para(
+            "COCO mAP@[.5:.95] (pycocotools), best F1 at IoU 0.5 over score thresholds, and F1 at the production score threshold."
+        ),
+        table(_rows(df)),
+        table(PAPER_DETECTOR, digits=2, caption="Reference: Open-PMC-18M paper (seed 000), in %"),
+    ]
+    return parts
+
+
+def detector_pr(res: Results) -> list[Part]:
+    ev = load.detector_eval(res)
+    if ev is None:
+        return [not_run("PR curves", [res.path("detector/eval/eval.json")])]
+    curves = load.pr_curves(res, ev)
+    if not curves:
+        return [note("eval.json has no PR curve points and no pr_<detector>_<set>.parquet exists.")]
+    return [figure_png(plots.pr_curves(curves))]
+
+
+def detector_training(res: Results) -> list[Part]:
+    tr = load.detector_train(res)
+    if tr is None:
+        return [not_run("Detector training", [res.path("detector/model/train.json")])]
+    params = tr.get("params") or {}
+    rows = [
+        {"key": "backend", "value": tr.get("backend")},
+        {"key": "seconds", "value": tr.get("seconds")},
+        {"key": "images/s", "value": tr.get("images_per_s")},
+        *({"key": f"params.{k}", "value": json.dumps(v)} for k, v in sorted(params.items())),
+    ]
+    parts: list[Part] = [table(rows, digits=2)]
+    fig = plots.history(tr.get("history") or [], title=f"{tr.get('backend')} training and validation losses")
+    if fig is not None:
+        parts.append(figure_png(fig))
+    return parts
+
+
+def decompositions(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
+    sub = load.subfigures(res)
+    if sub is None:
+        return [not_run("Decomposition examples", [res.path("decompose/<chunk>/subfigures.parquet")])]
+    per_fig = sub.group_by("figure_uid").len()
+    label_mix = {str(k): int(v) for k, v in sub["label_source"].fill_null("none").value_counts().iter_rows()}
+    stats = [
+        {
+            "figures": per_fig.height,
+            "subfigures": sub.height,
+            "single-panel figures": int(sub["is_single_panel"].sum()),
+            "mean subfigures/figure": sub.height / max(1, per_fig.height),
+            "max": int(per_fig["len"].max() or 0),
+            "detector": ", ".join(sorted(str(d) for d in sub["detector"].unique().to_list())),
+        },
+    ]
+    multi = load.stable_order(per_fig.filter(pl.col("len").is_between(2, 12)), "figure_uid", seed).head(n)
+    chosen = []
+    for uid in multi["figure_uid"].to_list():
+        boxes = sub.filter(pl.col("figure_uid") == uid)
+        path = res.resolve(boxes["image_path"][0])
+        chosen.append((path, f"{uid} ({boxes.height} panels)", boxes))
+    parts: list[Part] = [
+        table(stats, digits=2),
+        table(
+            [
+                {"label source": k, "subfigures": v}
+                for k, v in sorted(label_mix.items(), key=lambda kv: -kv[1])
+            ],
+            caption="Where panel letters come from",
+        ),
+    ]
+    if chosen:
+        parts.append(
+            para(
+                "Boxes from decompose/subfigures.parquet over the parent images; tag = reading-order index:panel letter. "
+                "Colour: red = letter read from the image, blue = caption letter by reading order, green = single panel."
+            )
+        )
+        parts.append(figure_png(plots.decompositions(chosen), dpi=90))
+    return parts
+
+
+# ============================================================================================
+# Enrichment report
+# ============================================================================================
+def _enriched_or_note(res: Results) -> pl.DataFrame | Html:
+    df = load.enriched(res)
+    return df if df is not None else not_run("Enrichment", [res.path("enrich/<chunk>/enriched.parquet")])
+
+
+def subcaption_sources(res: Results) -> list[Part]:
+    df = _enriched_or_note(res)
+    if isinstance(df, Html):
+        return [df]
+    mix = (
+        df.group_by(pl.col("subcaption_source").fill_null("none"), pl.col("subcaption_reason").fill_null("–"))
+        .len()
+        .sort(["subcaption_source", "len"], descending=[False, True])
+    )
+    n = df.height
+    rows = [
+        {"source": s, "reason": r, "subfigures": k, "share %": 100.0 * k / max(1, n)}
+        for s, r, k in mix.iter_rows()
+    ]
+    bysrc = {str(k): int(v) for k, v in df["subcaption_source"].fill_null("none").value_counts().iter_rows()}
+    same = int((df["subcaption"] == df["caption"]).fill_null(False).sum())
+    models = sorted({str(m) for m in df["subcaption_model"].drop_nulls().unique().to_list()})
+    return [
+        table(rows, digits=1, caption="Subcaption source (rules / vlm / fallback-full) and fallback reasons"),
+        figure_png(plots.bar_counts(bysrc, title="Subcaption source", xlabel="subfigures")),
+        para(
+            f"Subcaptions equal to the full caption: {same:,} of {n:,} ({100.0 * same / max(1, n):.1f} %; the paper reports 13.28 %). "
+            f"Models: {', '.join(models) or 'none'}."
+        ),
+    ]
+
+
+def summary_sources(res: Results) -> list[Part]:
+    df = _enriched_or_note(res)
+    if isinstance(df, Html):
+        return [df]
+    mix = (
+        df.group_by(pl.col("summary_source").fill_null("none"), pl.col("summary_reason").fill_null("–"))
+        .len()
+        .sort(["summary_source", "len"], descending=[False, True])
+    )
+    rows = [
+        {"source": s, "reason": r, "subfigures": k, "share %": 100.0 * k / max(1, df.height)}
+        for s, r, k in mix.iter_rows()
+    ]
+    n_mentions = df["mention_uids"].list.len().fill_null(0)
+    return [
+        table(rows, digits=1, caption="Summary source (extractive / llm / none) and reasons"),
+        para(
+            f"Subfigures with at least one in-text mention: {int((n_mentions > 0).sum()):,} of {df.height:,}; "
+            f"mean mentions used: {float(n_mentions.mean() or 0):.2f}."
+        ),
+    ]
+
+
+def splitter_quality(res: Results, mode: str = "auto") -> list[Part]:
+    got = load.splitter_quality(res.workdir, mode=mode)
+    if got is None:
+        return [
+            not_run("Splitter quality", ["benchmarks/results/enrich.json", "tests/fixtures/subcaptions/"])
+        ]
+    source, q = got
+    metrics = (
+        "figures",
+        "gold_segments",
+        "predicted_segments",
+        "exact_match_rate",
+        "token_f1_macro",
+        "count_match_rate",
+        "label_agreement",
+    )
+    rows = []
+    for split in ("dev", "test", "all"):
+        entry = q.get(split) or {}
+        for variant, rec in (
+            ("rules splitter", entry),
+            ("labelled figures only", entry.get("labelled_figures")),
+            ("no split (baseline)", entry.get("no_split")),
+        ):
+            if rec:
+                rows.append({"split": split, "variant": variant, **{m: rec.get(m) for m in metrics}})
+    return [
+        para(
+            f"Source: {source}. Gold: EMBO SourceData panel legends (human segmentation); segments matched on text by "
+            "token F1 (see pmcflow.enrich.evaluate). The paper's VLM subcaptions: 94 % correct on 1,000 reviewed."
+        ),
+        table(rows, digits=3),
+    ]
+
+
+def enrich_examples(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
+    df = _enriched_or_note(res)
+    if isinstance(df, Html):
+        return [df]
+    parts: list[Part] = []
+    order = load.stable_order(df, "subfigure_uid", seed)
+    for source in sorted(set(df["subcaption_source"].drop_nulls().to_list())):
+        sel = (
+            order.filter(pl.col("subcaption_source") == source)
+            .group_by("figure_uid", maintain_order=True)
+            .head(1)
+            .head(n // 2 or 1)
+        )
+        rows = [
+            {
+                "subfigure": r["subfigure_uid"],
+                "panel": r["panel_label"],
+                "reason": r["subcaption_reason"],
+                "caption": shorten(r["caption"], 220),
+                "subcaption": shorten(r["subcaption"], 220),
+                "summary": shorten(r["summary"], 220),
+            }
+            for r in sel.iter_rows(named=True)
+        ]
+        parts.append(table(rows, caption=f"subcaption source: {source}"))
+    return parts
+
+
+# ============================================================================================
+# Training report
+# ============================================================================================
+def encoder_training(res: Results) -> list[Part]:
+    runs = load.encoder_runs(res)
+    if not runs:
+        return [not_run("Encoder training", [res.path(f"encoders/{res.run_name or '<run>'}/train.json")])]
+    rows, steps = [], {}
+    for run in runs:
+        tr = load.encoder_train(res, run)
+        sched = tr.get("schedule") or {}
+        val = tr.get("val_metrics") or {}
+        rows.append(
+            {
+                "run": run,
+                "model": tr.get("model") or (tr.get("config") or {}).get("model"),
+                "epochs": sched.get("epochs", (tr.get("config") or {}).get("epochs")),
+                "steps": tr.get("n_steps_logged"),
+                "first loss": tr.get("first_loss"),
+                "final loss": tr.get("final_loss"),
+                "samples/s (median)": tr.get("samples_per_s_median"),
+                "wall s": tr.get("wall_s"),
+                "val loss": val.get("clip_val_loss"),
+            }
+        )
+        df = load.encoder_steps(res, run)
+        if df is not None and df.height:
+            steps[run] = df
+    parts: list[Part] = [table(rows, digits=3)]
+    if steps:
+        parts.append(figure_png(plots.loss_curves(steps)))
+    else:
+        parts.append(note("No logged steps (steps.parquet empty or absent)."))
+    return parts
+
+
+def retrieval(res: Results) -> list[Part]:
+    runs = load.evaluation_runs(res)
+    if not runs:
+        return [
+            not_run(
+                "Retrieval evaluation", [res.path(f"evaluation/{res.run_name or '<run>'}/metrics.parquet")]
+            )
+        ]
+    parts: list[Part] = []
+    for run in runs:
+        m = load.evaluation_metrics(res, run)
+        ret = m.filter(pl.col("task") == "retrieval")
+        if ret.height == 0:
+            skipped = (load.evaluation_json(res, run) or {}).get("skipped", {}).get("retrieval")
+            parts.append(note(f"{run}: no retrieval metrics" + (f" ({skipped})" if skipped else "")))
+            continue
+        rows = []
+        for metric in ret["metric"].unique(maintain_order=True).to_list():
+            row: dict[str, Any] = {"run": run, "metric": metric}
+            for r in ret.filter(pl.col("metric") == metric).iter_rows(named=True):
+                d = str(r["direction"]).replace("_to_", "→").replace("image", "img").replace("text", "txt")
+                row[d] = r["value"]
+                if r["ci_low"] is not None and r["ci_low"] == r["ci_low"]:
+                    row[f"{d} CI"] = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                row["n"] = r["n"]
+            rows.append(row)
+        parts.append(
+            table(
+                rows,
+                digits=3,
+                caption=f"Retrieval on split {ret['dataset'][0]!r} ({run}); CIs: percentile bootstrap",
+            )
+        )
+        if ret.filter(pl.col("metric").str.starts_with("R@")).height:
+            parts.append(figure_png(plots.recall_at_k(m, run)))
+    return parts
+
+
+def zero_shot(res: Results) -> list[Part]:
+    runs = load.evaluation_runs(res)
+    if not runs:
+        return [
+            not_run(
+                "Zero-shot evaluation", [res.path(f"evaluation/{res.run_name or '<run>'}/metrics.parquet")]
+            )
+        ]
+    parts: list[Part] = []
+    for run in runs:
+        zs = load.evaluation_metrics(res, run).filter(pl.col("task") == "zero_shot")
+        skipped = {
+            k: v
+            for k, v in ((load.evaluation_json(res, run) or {}).get("skipped") or {}).items()
+            if k.startswith("zero_shot")
+        }
+        if zs.height == 0:
+            parts.append(note(f"{run}: no zero-shot task ran" + (f" ({skipped})" if skipped else "")))
+            continue
+        rows = []
+        for ds in zs["dataset"].unique(maintain_order=True).to_list():
+            d = zs.filter(pl.col("dataset") == ds)
+            row: dict[str, Any] = {"run": run, "dataset": ds}
+            for r in d.iter_rows(named=True):
+                if r["metric"] in ("accuracy", "macro_f1"):
+                    row[r["metric"]] = r["value"]
+                    row[f"{r['metric']} CI"] = (
+                        f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                        if r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
+                        else None
+                    )
+                    row["n"] = r["n"]
+            row["per-class F1"] = ", ".join(
+                f"{r['metric'][3:-1]}: {r['value']:.2f}"
+                for r in d.iter_rows(named=True)
+                if r["metric"].startswith("f1[")
+            )
+            rows.append(row)
+        parts.append(table(rows, digits=3, caption=f"Zero-shot classification ({run})"))
+        for k, v in skipped.items():
+            parts.append(note(f"skipped {k}: {v}"))
+    return parts
