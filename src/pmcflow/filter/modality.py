@@ -1,0 +1,476 @@
+"""Image modality classifier for subfigure crops: training, checkpoints, batched prediction.
+
+The classifier is a timm backbone built from config (``mobilenetv3_small_050`` by default,
+``pretrained=False``: nothing is downloaded) with one output per modality class.  It is trained
+from scratch on labelled single-panel images -- the same sources the synthetic stage composes
+into compound figures: :func:`pmcflow.synth.sources.builtin_pool` for the demo, or
+``filter.modality.train.sources`` (``{modality: [directory | .parquet, ...]}``, read with
+:func:`pmcflow.synth.sources.pool_from_config`) in production (ROCO, SICAP, HAM10000, ...).
+
+Training examples are random crops of the source images with the degradations panels suffer in
+compound figures (rescaling, JPEG recompression, white margins, a printed panel letter, grey
+conversion, contrast changes).  The held-out set is split **by source image**: crops of one source
+never appear on both sides.  A class with a single source image cannot be split that way; its
+image is split spatially instead (the left 70 % for training, the right 30 % held out), and the
+metrics say so (``split`` per class).
+
+Everything is deterministic: every random choice derives from ``(seed, "filter.modality", item)``
+(:func:`pmcflow.synth.seeding.rng_for`), the data order from a seeded ``torch.Generator``, and
+training runs on the CPU with a fixed number of threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import io
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image, ImageDraw, ImageFont
+
+from pmcflow import tables as T
+from pmcflow.synth.seeding import rng_for
+from pmcflow.synth.sources import SourcePool, SourceRef, builtin_pool, pool_from_config
+
+log = logging.getLogger(__name__)
+
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "data" / "modality"
+SHIPPED_CHECKPOINT = SHIPPED_DIR / "modality.pt"
+CHECKPOINT_FORMAT = "pmcflow-modality/1"
+STAGE = "filter.modality"
+MEAN = (0.5, 0.5, 0.5)
+STD = (0.25, 0.25, 0.25)
+PLOT_LIKE = frozenset({"plot", "chart", "diagram", "plots"})
+
+
+@dataclass
+class TrainSettings:
+    """``filter.modality.train`` with its defaults."""
+
+    backbone: str = "mobilenetv3_small_050"
+    backbone_kwargs: dict[str, Any] = field(default_factory=dict)
+    input_size: int = 96
+    train_crops_per_class: int = 480
+    eval_crops_per_class: int = 120
+    holdout_fraction: float = 0.25
+    epochs: int = 8
+    batch_size: int = 32
+    lr: float = 3e-3
+    weight_decay: float = 1e-4
+    label_smoothing: float = 0.05
+    threads: int = 1
+    seed: int | None = None  # None -> the global config seed
+    sources: dict[str, list[str]] = field(default_factory=dict)  # empty -> builtin pool
+    include_plots: bool = True
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> TrainSettings:
+        section = ((cfg.get("filter") or {}).get("modality") or {}).get("train") or {}
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(section) - known)
+        if unknown:
+            raise ValueError(f"filter.modality.train: unknown keys {unknown}")
+        s = cls(**{k: v for k, v in section.items() if k in known})
+        if s.seed is None:
+            s.seed = int(cfg.get("seed", 0))
+        return s
+
+
+# ----------------------------------------------------------------------------------------------
+# model and checkpoint
+# ----------------------------------------------------------------------------------------------
+
+
+def build_model(backbone: str, num_classes: int, backbone_kwargs: Mapping[str, Any] | None = None) -> torch.nn.Module:
+    """A timm backbone with ``num_classes`` outputs, never with downloaded weights."""
+    import timm
+
+    return timm.create_model(backbone, pretrained=False, num_classes=num_classes, **dict(backbone_kwargs or {}))
+
+
+@dataclass
+class ModalityModel:
+    """A loaded classifier: the network, its classes and its preprocessing."""
+
+    model: torch.nn.Module
+    classes: list[str]
+    input_size: int
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    sha256: str
+    name: str
+
+    def preprocess(self, image: Image.Image) -> torch.Tensor:
+        return _to_tensor(image, self.input_size, self.mean, self.std)
+
+
+def _to_tensor(image: Image.Image, size: int, mean: Sequence[float], std: Sequence[float]) -> torch.Tensor:
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    if rgb.size != (size, size):
+        rgb = rgb.resize((size, size), Image.Resampling.BILINEAR, reducing_gap=2.0)
+    arr = np.asarray(rgb, dtype=np.float32) / 255.0
+    arr = (arr - np.asarray(mean, dtype=np.float32)) / np.asarray(std, dtype=np.float32)
+    return torch.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def resolve_checkpoint(checkpoint: str | os.PathLike[str] | None) -> Path:
+    """``None``/``"shipped"`` -> the checkpoint in ``pmcflow/data/modality``; else the path."""
+    if checkpoint is None or str(checkpoint) in {"", "shipped", "default"}:
+        return SHIPPED_CHECKPOINT
+    return Path(checkpoint)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(path: str, mtime_ns: int) -> ModalityModel:
+    del mtime_ns  # part of the cache key only: a rewritten checkpoint is reloaded
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    if blob.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a {CHECKPOINT_FORMAT} checkpoint (format={blob.get('format')!r})")
+    classes = list(blob["classes"])
+    model = build_model(blob["backbone"], len(classes), blob.get("backbone_kwargs"))
+    state = {k: (v.float() if v.is_floating_point() else v) for k, v in blob["state_dict"].items()}
+    model.load_state_dict(state)
+    model.eval()
+    return ModalityModel(
+        model=model,
+        classes=classes,
+        input_size=int(blob["input_size"]),
+        mean=tuple(blob.get("mean", MEAN)),  # type: ignore[arg-type]
+        std=tuple(blob.get("std", STD)),  # type: ignore[arg-type]
+        sha256=file_sha256(path),
+        name=f"{blob['backbone']}@{Path(path).name}",
+    )
+
+
+def load_modality_model(checkpoint: str | os.PathLike[str] | ModalityModel | None = None) -> ModalityModel:
+    """Load (and cache) a checkpoint written by :func:`train_modality`."""
+    if isinstance(checkpoint, ModalityModel):
+        return checkpoint
+    path = resolve_checkpoint(checkpoint)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"modality checkpoint {path} not found (train one with 'pmcflow train-modality')"
+        )
+    return _load_cached(str(path.resolve()), path.stat().st_mtime_ns)
+
+
+@torch.inference_mode()
+def predict_modality(
+    inputs: Sequence[str | os.PathLike[str] | Image.Image],
+    checkpoint: str | os.PathLike[str] | ModalityModel | None = None,
+    *,
+    batch_size: int = 64,
+) -> list[tuple[str, float]]:
+    """``(label, softmax score)`` for each image or image path, in input order, batched.
+
+    Paths are read with :func:`pmcflow.detect.images.load_image` (which raises
+    :class:`~pmcflow.detect.images.ImageError` for an unusable file).
+    """
+    from pmcflow.detect.images import load_image
+
+    mm = load_modality_model(checkpoint)
+    out: list[tuple[str, float]] = []
+    for start in range(0, len(inputs), max(1, batch_size)):
+        batch = inputs[start : start + batch_size]
+        tensors = []
+        for item in batch:
+            im = item if isinstance(item, Image.Image) else load_image(item)
+            tensors.append(mm.preprocess(im))
+        probs = torch.softmax(mm.model(torch.stack(tensors)).float(), dim=1)
+        score, idx = probs.max(dim=1)
+        out.extend((mm.classes[int(i)], round(float(s), 6)) for i, s in zip(idx, score, strict=True))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# training data: crops of source images, split by source
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceSplit:
+    """Which sources (or which part of a lone source) train and which are held out."""
+
+    modality: str
+    train: tuple[SourceRef, ...]
+    heldout: tuple[SourceRef, ...]
+    spatial: bool  # one source only: x in [0, 0.7) trains, [0.7, 1] is held out
+
+
+SPATIAL_CUT = 0.7
+
+
+def split_sources(pool: SourcePool, holdout_fraction: float, seed: int) -> list[SourceSplit]:
+    """Per class, hold out ``ceil(fraction * n)`` usable sources (at least one, never all)."""
+    splits = []
+    for m in pool.modalities:
+        refs = [r for r in pool.refs[m] if pool.load(r) is not None]
+        if not refs:
+            continue
+        if len(refs) == 1:
+            splits.append(SourceSplit(m, tuple(refs), tuple(refs), spatial=True))
+            continue
+        rng = rng_for(seed, STAGE + ".split", m)
+        order = [refs[int(k)] for k in rng.permutation(len(refs))]
+        n_hold = min(len(refs) - 1, max(1, int(np.ceil(holdout_fraction * len(refs)))))
+        held = tuple(sorted(order[:n_hold], key=lambda r: r.source_id))
+        train = tuple(sorted(order[n_hold:], key=lambda r: r.source_id))
+        splits.append(SourceSplit(m, train, held, spatial=False))
+    return splits
+
+
+def _letter_font() -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    try:
+        return ImageFont.load_default(size=14)
+    except TypeError:  # Pillow < 10.1
+        return ImageFont.load_default()
+
+
+def augment_crop(
+    image: Image.Image,
+    rng: np.random.Generator,
+    size: int,
+    *,
+    x_range: tuple[float, float] = (0.0, 1.0),
+    rotate: bool = True,
+) -> Image.Image:
+    """One random training view of ``image`` restricted to the columns ``x_range``."""
+    w, h = image.size
+    x0, x1 = round(x_range[0] * w), round(x_range[1] * w)
+    rw = max(8, x1 - x0)
+    area = rw * h * float(rng.uniform(0.2, 1.0))
+    aspect = float(np.exp(rng.uniform(np.log(0.6), np.log(1.66))))
+    cw = int(min(rw, max(8, round(np.sqrt(area * aspect)))))
+    ch = int(min(h, max(8, round(np.sqrt(area / aspect)))))
+    cx = x0 + int(rng.integers(0, rw - cw + 1))
+    cy = int(rng.integers(0, h - ch + 1))
+    im = image.crop((cx, cy, cx + cw, cy + ch))
+    if rng.random() < 0.3:  # seen small in the figure: lose detail
+        f = float(rng.uniform(0.25, 0.7))
+        small = (max(8, round(im.width * f)), max(8, round(im.height * f)))
+        im = im.resize(small, Image.Resampling.BILINEAR)
+    im = im.resize((size, size), Image.Resampling.BILINEAR, reducing_gap=2.0)
+    if rng.random() < 0.5:
+        im = im.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    if rotate and rng.random() < 0.5:
+        im = im.transpose([Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_180, Image.Transpose.ROTATE_270][int(rng.integers(3))])
+    arr = np.asarray(im, dtype=np.float32)
+    gain = float(rng.uniform(0.75, 1.25))
+    bias = float(rng.uniform(-25, 25))
+    arr = np.clip((arr - 128.0) * gain + 128.0 + bias, 0, 255)
+    im = Image.fromarray(arr.astype(np.uint8), "RGB")
+    if rng.random() < 0.15:
+        im = im.convert("L").convert("RGB")
+    if rng.random() < 0.3:  # a white margin on some sides (loose panel boxes)
+        pad = [int(rng.integers(0, size // 6)) if rng.random() < 0.5 else 0 for _ in range(4)]
+        canvas = Image.new("RGB", (size + pad[0] + pad[2], size + pad[1] + pad[3]), (255, 255, 255))
+        canvas.paste(im, (pad[0], pad[1]))
+        im = canvas.resize((size, size), Image.Resampling.BILINEAR)
+    if rng.random() < 0.3:  # a printed panel letter
+        draw = ImageDraw.Draw(im)
+        letter = "ABCDEFGHabcdefgh"[int(rng.integers(16))]
+        x, y = int(rng.integers(1, size // 4)), int(rng.integers(1, size // 4))
+        colour = (255, 255, 255) if rng.random() < 0.5 else (0, 0, 0)
+        draw.text((x, y), letter, fill=colour, font=_letter_font())
+    if rng.random() < 0.5:
+        buf = io.BytesIO()
+        im.save(buf, "JPEG", quality=int(rng.integers(35, 95)))
+        buf.seek(0)
+        im = Image.open(buf).convert("RGB")
+    return im
+
+
+def make_crops(
+    pool: SourcePool,
+    splits: Sequence[SourceSplit],
+    *,
+    heldout: bool,
+    per_class: int,
+    size: int,
+    seed: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``per_class`` crops per class (round-robin over its sources) as uint8 NCHW + labels."""
+    images: list[np.ndarray] = []
+    labels: list[int] = []
+    side = "heldout" if heldout else "train"
+    for ci, sp in enumerate(splits):
+        refs = sp.heldout if heldout else sp.train
+        x_range = ((SPATIAL_CUT, 1.0) if heldout else (0.0, SPATIAL_CUT)) if sp.spatial else (0.0, 1.0)
+        for k in range(per_class):
+            ref = refs[k % len(refs)]
+            src = pool.load(ref)
+            assert src is not None  # split_sources kept usable sources only
+            rng = rng_for(seed, f"{STAGE}.{side}", f"{ref.source_id}\x1f{k}")
+            im = augment_crop(src, rng, size, x_range=x_range, rotate=sp.modality not in PLOT_LIKE)
+            images.append(np.asarray(im, dtype=np.uint8).transpose(2, 0, 1))
+            labels.append(ci)
+    x = torch.from_numpy(np.stack(images)) if images else torch.zeros((0, 3, size, size), dtype=torch.uint8)
+    return x, torch.tensor(labels, dtype=torch.long)
+
+
+def _normalise(x: torch.Tensor) -> torch.Tensor:
+    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(STD).view(1, 3, 1, 1)
+    return (x.float() / 255.0 - mean) / std
+
+
+@torch.inference_mode()
+def _evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, classes: Sequence[str]) -> dict[str, Any]:
+    model.eval()
+    preds = []
+    for s in range(0, len(x), 128):
+        preds.append(model(_normalise(x[s : s + 128])).argmax(1))
+    pred = torch.cat(preds) if preds else torch.zeros(0, dtype=torch.long)
+    conf = np.zeros((len(classes), len(classes)), dtype=np.int64)
+    for t, p in zip(y.tolist(), pred.tolist(), strict=True):
+        conf[t, p] += 1
+    per_class = {c: (float(conf[i, i] / conf[i].sum()) if conf[i].sum() else None) for i, c in enumerate(classes)}
+    valid = [v for v in per_class.values() if v is not None]
+    return {
+        "accuracy": float(np.trace(conf) / max(1, conf.sum())),
+        "macro_accuracy": float(np.mean(valid)) if valid else None,
+        "per_class": per_class,
+        "confusion": {"classes": list(classes), "matrix": conf.tolist()},
+        "n": int(conf.sum()),
+    }
+
+
+def _pool_for(settings: TrainSettings) -> SourcePool:
+    if settings.sources:
+        return pool_from_config(settings.sources, max_side=512)
+    return builtin_pool(max_side=512, include_plots=settings.include_plots)
+
+
+def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Train the classifier; write ``modality.pt`` and ``metrics.json`` to ``out_dir``.
+
+    Returns the metrics (held-out accuracy by class, the split, timings, the settings).
+    """
+    settings = TrainSettings.from_config(cfg)
+    seed = int(settings.seed or 0)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(max(1, settings.threads))
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+
+    pool = _pool_for(settings)
+    splits = split_sources(pool, settings.holdout_fraction, seed)
+    if len(splits) < 2:
+        raise ValueError(f"need at least two modality classes with usable sources, have {[s.modality for s in splits]}")
+    classes = [s.modality for s in splits]
+    x_tr, y_tr = make_crops(pool, splits, heldout=False, per_class=settings.train_crops_per_class, size=settings.input_size, seed=seed)
+    x_ev, y_ev = make_crops(pool, splits, heldout=True, per_class=settings.eval_crops_per_class, size=settings.input_size, seed=seed)
+    t_data = time.perf_counter() - t0
+    log.info("modality: %d train / %d held-out crops of %s (%.1fs)", len(x_tr), len(x_ev), classes, t_data)
+
+    model = build_model(settings.backbone, len(classes), settings.backbone_kwargs)
+    opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    steps_per_epoch = max(1, int(np.ceil(len(x_tr) / settings.batch_size)))
+    sched = torch.optim.lr_scheduler.OneCycleLR(
+        opt, max_lr=settings.lr, total_steps=max(1, settings.epochs * steps_per_epoch), pct_start=0.15
+    )
+    loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=settings.label_smoothing)
+    gen = torch.Generator().manual_seed(seed)
+    history = []
+    t1 = time.perf_counter()
+    for epoch in range(settings.epochs):
+        model.train()
+        perm = torch.randperm(len(x_tr), generator=gen)
+        total, n = 0.0, 0
+        for s in range(0, len(perm), settings.batch_size):
+            idx = perm[s : s + settings.batch_size]
+            if len(idx) < 2:  # batch norm needs two samples
+                continue
+            xb = _normalise(x_tr[idx])
+            loss = loss_fn(model(xb), y_tr[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += float(loss.detach()) * len(idx)
+            n += len(idx)
+        history.append({"epoch": epoch + 1, "train_loss": round(total / max(1, n), 5)})
+        log.info("modality: epoch %d loss %.4f", epoch + 1, total / max(1, n))
+    t_train = time.perf_counter() - t1
+
+    model.eval()
+    heldout = _evaluate(model, x_ev, y_ev, classes)
+    train_eval = _evaluate(model, x_tr[: min(len(x_tr), 2000)], y_tr[: min(len(x_tr), 2000)], classes)
+
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    ckpt = out / "modality.pt"
+    blob = {
+        "format": CHECKPOINT_FORMAT,
+        "backbone": settings.backbone,
+        "backbone_kwargs": dict(settings.backbone_kwargs),
+        "classes": classes,
+        "input_size": settings.input_size,
+        "mean": list(MEAN),
+        "std": list(STD),
+        "state_dict": state,
+        "seed": seed,
+    }
+    with T.atomic_path(ckpt) as tmp:
+        torch.save(blob, tmp)
+    metrics = {
+        "checkpoint": ckpt.name,
+        "checkpoint_sha256": file_sha256(ckpt),
+        "checkpoint_bytes": ckpt.stat().st_size,
+        "classes": classes,
+        "heldout": heldout,
+        "train_subset": {"accuracy": train_eval["accuracy"], "n": train_eval["n"]},
+        "split": {
+            s.modality: {
+                "mode": "spatial" if s.spatial else "by-source",
+                "train": [r.source_id for r in s.train],
+                "heldout": [r.source_id for r in s.heldout],
+            }
+            for s in splits
+        },
+        "rejected_sources": pool.rejection_rows(),
+        "history": history,
+        "n_train": len(x_tr),
+        "n_heldout": len(x_ev),
+        "n_params": int(sum(p.numel() for p in model.parameters())),
+        "seconds": {"data": round(t_data, 2), "train": round(t_train, 2)},
+        "settings": asdict(settings),
+        "torch": torch.__version__,
+    }
+    T.write_json(out / "metrics.json", metrics)
+    return metrics
+
+
+def cli(argv: Sequence[str] | None = None) -> int:
+    """``pmcflow train-modality``."""
+    from pmcflow.config import add_config_args, config_from_args
+    from pmcflow.workflow import log_to_file
+
+    ap = argparse.ArgumentParser(prog="pmcflow train-modality", description="Train the subfigure modality classifier.")
+    add_config_args(ap)
+    ap.add_argument("--out", required=True, help="Output directory (modality.pt, metrics.json).")
+    ap.add_argument("--log", default=None, help="Log file (default: stderr).")
+    args = ap.parse_args(argv)
+    log_to_file(args.log)
+    metrics = train_modality(config_from_args(args), args.out)
+    print(json.dumps({"classes": metrics["classes"], "heldout": metrics["heldout"]["per_class"],
+                      "accuracy": metrics["heldout"]["accuracy"], "seconds": metrics["seconds"]}, indent=2))
+    return 0

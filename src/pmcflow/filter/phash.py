@@ -1,0 +1,214 @@
+"""64-bit perceptual hashes (DCT pHash) and corpus-wide near-duplicate search.
+
+pHash
+-----
+The image is converted to 8-bit grey (ITU-R 601 luma), resized to 32x32 with a box filter
+(area averaging, so large and small renditions of one image agree), transformed with an
+orthonormal 2-D DCT-II, and the 8x8 lowest-frequency coefficients are compared with their
+median (the DC term is left out of the median, it only measures brightness).  Bit ``k`` of the
+hash (row-major over the 8x8 block, most significant bit first) is 1 when coefficient ``k`` is
+above that median.  Hashes are stored as 16 lower-case hex digits.
+
+Near-duplicate search
+---------------------
+Two images are near-duplicates when the Hamming distance of their hashes is ``<= max_hamming``.
+The search is multi-index hashing: the 64 bits are cut into 4 bands of 16 bits; by the pigeonhole
+principle two hashes within distance ``d`` agree on at least one band up to ``d // 4`` bits, so
+for every band the candidate partners of a hash are those whose band value lies within
+``d // 4`` bits of its own (found by ``searchsorted`` over the sorted band values, all in numpy).
+Exact copies are collapsed before the search, so a million copies of one blank image cost one
+hash, not a million squared pairs.
+
+Clusters are *leader* clusters, not connected components: items are visited in ascending
+``subfigure_uid`` order; an item within ``max_hamming`` of an already chosen representative
+becomes a duplicate of the nearest such representative (ties: smallest uid), else it becomes a
+representative itself.  Every duplicate is therefore within ``max_hamming`` of its
+representative (no chaining A~B~C that would drop C although C is far from A), and the result
+depends only on the set of (uid, hash) pairs, never on chunk order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+from scipy.fft import dctn
+
+HASH_SIZE = 8  # 8x8 low-frequency block -> 64 bits
+IMG_SIZE = 32  # DCT input side
+N_BANDS = 4
+BAND_BITS = 16
+
+_POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+# ----------------------------------------------------------------------------------------------
+# hashing
+# ----------------------------------------------------------------------------------------------
+
+
+def phash_int(image: Image.Image) -> int:
+    """The 64-bit DCT perceptual hash of ``image`` as an unsigned int."""
+    grey = image if image.mode == "L" else image.convert("L")
+    small = grey.resize((IMG_SIZE, IMG_SIZE), Image.Resampling.BOX)
+    pixels = np.asarray(small, dtype=np.float64)
+    coeffs = dctn(pixels, type=2, norm="ortho")[:HASH_SIZE, :HASH_SIZE].ravel()
+    median = float(np.median(coeffs[1:]))
+    bits = coeffs > median
+    value = 0
+    for b in bits:
+        value = (value << 1) | int(b)
+    return value
+
+
+def phash_hex(image: Image.Image) -> str:
+    """:func:`phash_int` as 16 lower-case hex digits."""
+    return f"{phash_int(image):016x}"
+
+
+def hex_to_uint64(values: Iterable[str]) -> np.ndarray:
+    return np.array([int(v, 16) for v in values], dtype=np.uint64)
+
+
+def popcount64(x: np.ndarray) -> np.ndarray:
+    """Number of set bits of each uint64."""
+    as_bytes = np.ascontiguousarray(x, dtype=np.uint64).view(np.uint8).reshape(-1, 8)
+    return _POPCOUNT8[as_bytes].sum(axis=1, dtype=np.int64)
+
+
+def hamming(a: str | int, b: str | int) -> int:
+    """Hamming distance of two hashes (hex strings or ints)."""
+    ia = int(a, 16) if isinstance(a, str) else int(a)
+    ib = int(b, 16) if isinstance(b, str) else int(b)
+    return (ia ^ ib).bit_count()
+
+
+# ----------------------------------------------------------------------------------------------
+# candidate pairs by multi-index hashing
+# ----------------------------------------------------------------------------------------------
+
+
+def _band_masks(radius: int) -> np.ndarray:
+    """All 16-bit XOR masks with at most ``radius`` bits set (0 first)."""
+    masks = [m for m in range(1 << BAND_BITS) if m.bit_count() <= radius]
+    return np.array(sorted(masks, key=lambda m: (m.bit_count(), m)), dtype=np.uint64)
+
+
+def near_pairs(hashes: np.ndarray, max_hamming: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All index pairs ``(i, j)``, ``i < j``, of distinct positions with distance <= ``max_hamming``.
+
+    ``hashes`` should hold unique values (exact copies are cheaper to group beforehand).
+    Returns ``(i, j, distance)`` arrays sorted by ``(i, j)``.
+    """
+    h = np.ascontiguousarray(hashes, dtype=np.uint64)
+    n = h.size
+    empty = np.zeros(0, dtype=np.int64)
+    if n < 2 or max_hamming < 0:
+        return empty, empty, empty
+    if max_hamming >= 4 * BAND_BITS // 2:
+        raise ValueError(f"max_hamming={max_hamming} is far too large for a 64-bit hash")
+    masks = _band_masks(max_hamming // N_BANDS)
+    found_i: list[np.ndarray] = []
+    found_j: list[np.ndarray] = []
+    for band in range(N_BANDS):
+        shift = np.uint64(BAND_BITS * band)
+        keys = (h >> shift) & np.uint64(0xFFFF)
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        for mask in masks:
+            q = keys ^ mask
+            lo = np.searchsorted(sorted_keys, q, side="left")
+            hi = np.searchsorted(sorted_keys, q, side="right")
+            cnt = hi - lo
+            if not cnt.any():
+                continue
+            qi = np.repeat(np.arange(n, dtype=np.int64), cnt)
+            # positions lo[q] .. hi[q]-1 for every query q, flattened
+            starts = np.repeat(lo - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+            pos = starts + np.arange(qi.size, dtype=np.int64)
+            qj = order[pos].astype(np.int64)
+            keep = qi < qj
+            found_i.append(qi[keep])
+            found_j.append(qj[keep])
+    if not found_i:
+        return empty, empty, empty
+    ii = np.concatenate(found_i)
+    jj = np.concatenate(found_j)
+    code = np.unique(ii * n + jj)
+    ii, jj = code // n, code % n
+    dist = popcount64(h[ii] ^ h[jj])
+    keep = dist <= max_hamming
+    return ii[keep], jj[keep], dist[keep]
+
+
+# ----------------------------------------------------------------------------------------------
+# clustering
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    subfigure_uid: str
+    duplicate_of: str
+    distance: int
+
+
+def cluster_duplicates(uids: Sequence[str], hashes: np.ndarray, max_hamming: int) -> list[Duplicate]:
+    """Leader clustering (see the module docstring).  Returns one row per non-representative.
+
+    ``uids`` must be unique.  The result is sorted by ``subfigure_uid``.
+    """
+    if len(uids) != len(hashes):
+        raise ValueError("uids and hashes differ in length")
+    if len(set(uids)) != len(uids):
+        raise ValueError("subfigure_uid values are not unique")
+    n = len(uids)
+    if n < 2:
+        return []
+    order = sorted(range(n), key=lambda k: uids[k])
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.array(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+    h = np.asarray(hashes, dtype=np.uint64)
+
+    # Group exact copies: one node per distinct hash; its members in uid order.
+    uniq, inverse = np.unique(h, return_inverse=True)
+    members: list[list[int]] = [[] for _ in range(uniq.size)]
+    for k in order:
+        members[int(inverse[k])].append(k)
+
+    ii, jj, dd = near_pairs(uniq, max_hamming)
+    neighbours: list[list[tuple[int, int]]] = [[] for _ in range(uniq.size)]
+    for a, b, d in zip(ii.tolist(), jj.tolist(), dd.tolist(), strict=True):
+        neighbours[a].append((b, d))
+        neighbours[b].append((a, d))
+
+    out: list[Duplicate] = []
+    leader_of_node: dict[int, int] = {}  # distinct-hash node -> item index of its representative
+    # Visit distinct hashes in order of their smallest uid; within a node, later members are
+    # exact copies of the node's first member (or of the leader that claimed the node).
+    node_order = sorted(range(uniq.size), key=lambda u: rank[members[u][0]])
+    for u in node_order:
+        best: tuple[int, int, int] | None = None  # (distance, rank of leader, leader item)
+        for v, d in neighbours[u]:
+            lead = leader_of_node.get(v)
+            if lead is None or members[v][0] != lead:
+                continue  # v is not itself a representative
+            cand = (d, int(rank[lead]), lead)
+            if best is None or cand < best:
+                best = cand
+        first = members[u][0]
+        if best is None:
+            leader_of_node[u] = first
+            leader = first
+            dist_first = 0
+        else:
+            leader = best[2]
+            dist_first = best[0]
+            leader_of_node[u] = leader
+            out.append(Duplicate(uids[first], uids[leader], dist_first))
+        for k in members[u][1:]:
+            out.append(Duplicate(uids[k], uids[leader], dist_first))
+    out.sort(key=lambda r: r.subfigure_uid)
+    return out
