@@ -174,3 +174,20 @@ def test_cli_detect_with_trained_transformers(tmp_path: Path, tiny_sets: tuple[P
         get_detector("transformers", checkpoint=out), [Path(images[0]), tmp_path / "missing.png"]
     )
     assert res[1].reason == "missing" and res[0].error is None
+
+
+def test_shipped_default_detector_finds_panels(tiny_sets: tuple[Path, Path]) -> None:
+    from pmcflow.detect.default import SHIPPED_DIR, default_detector, shipped_model
+
+    found = shipped_model()
+    if found is None:
+        pytest.skip(f"no detector shipped in {SHIPPED_DIR}")
+    backend, ckpt = found
+    assert ckpt.exists() and (SHIPPED_DIR / "MODEL_CARD.md").is_file()
+    name, det = default_detector(device="cpu")
+    assert name == backend
+    train, _ = tiny_sets
+    items = read_dataset(train)
+    preds = det.predict([it.path for it in items])
+    _check_boxes(preds, [it.path for it in items])
+    assert sum(len(p) for p in preds) > 0
