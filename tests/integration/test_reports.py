@@ -1,0 +1,279 @@
+"""The four report notebooks, executed with papermill and rendered to HTML.
+
+* on the demo run's outputs (``results/demo``, made by ``make demo``);
+* on a results directory where only the early stages ran (every later section says "not run");
+* (slow) on a complete results directory: the demo's stages plus a filter table, shards, an encoder
+  trained with open_clip and its evaluation, built here from the real-image toy dataset;
+* (slow) in headless Chromium: every report opens offline and its screenshot is not blank.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from PIL import Image
+
+from pmcflow import schema as S
+from pmcflow import tables as T
+from pmcflow.report import REPORTS, render_report
+from pmcflow.report.render import cli
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "results" / "demo"
+CHROMIUM = Path("/usr/bin/chromium")
+EARLY_STAGES = ("listing", "acquire", "parse")
+DEMO_STAGES = ("listing", "acquire", "parse", "decompose", "enrich", "detector")
+
+HEADINGS = {
+    "dataset": [
+        "Counts through every stage",
+        "Rejection reasons per stage",
+        "Composition: licences, modality, shards",
+        "Text lengths: captions, subcaptions, summaries",
+        "Example subfigures",
+    ],
+    "detector": [
+        "Detection metrics per backend and evaluation set",
+        "Precision–recall curves",
+        "Detector training",
+        "Example decompositions",
+    ],
+    "enrichment": ["Subcaption sources", "Summary sources", "Splitter quality", "Examples"],
+    "training": ["Loss curves", "Retrieval", "Zero-shot classification"],
+}
+IMG_PNG = re.compile(r'<img[^>]+src="data:image/png;base64,')
+NOT_RUN = "not run in this workflow"
+
+
+def _needs_demo() -> None:
+    if not (DEMO / "enrich" / "counts.json").is_file():
+        pytest.skip("no demo run: make demo (or snakemake --configfile config/demo.yaml) first")
+
+
+def _render_all(results: Path, out: Path, **params: object) -> dict[str, str]:
+    pages: dict[str, str] = {}
+    for name in REPORTS:
+        t0 = time.perf_counter()
+        path = render_report(name, {"results_dir": str(results), **params}, out / f"{name}.html", cwd=REPO)
+        pages[name] = path.read_text(encoding="utf-8")
+        print(f"{name}: {time.perf_counter() - t0:.1f} s")
+    return pages
+
+
+def _check_page(name: str, page: str) -> None:
+    for h in HEADINGS[name]:
+        assert f">{h}<" in page, (name, h)
+    assert "Traceback" not in page and "Error" not in re.sub(r"<style.*?</style>", "", page, flags=re.S)
+    # Self-contained: no scripts or images fetched from elsewhere.
+    assert not re.search(r"<script[^>]+src=", page) and 'src="http' not in page
+
+
+@pytest.fixture(scope="module")
+def demo_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    _needs_demo()
+    return _render_all(DEMO, tmp_path_factory.mktemp("demo-reports"))
+
+
+@pytest.fixture(scope="module")
+def early_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    _needs_demo()
+    root = tmp_path_factory.mktemp("early")
+    results = root / "results"
+    for stage in EARLY_STAGES:
+        shutil.copytree(DEMO / stage, results / stage)
+    return _render_all(results, root / "html")
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_report_on_demo(demo_pages: dict[str, str], name: str) -> None:
+    page = demo_pages[name]
+    _check_page(name, page)
+    if name == "training":  # the demo config stops before the encoders (until the lead wires them)
+        assert NOT_RUN in page or IMG_PNG.search(page)
+        return
+    assert IMG_PNG.search(page), name
+    assert 'class="dataframe pmcflow-table"' in page
+
+
+def test_dataset_report_content_on_demo(demo_pages: dict[str, str]) -> None:
+    page = demo_pages["dataset"]
+    for stage in ("list", "acquire", "parse", "decompose", "enrich"):
+        assert f"<td>{stage}</td>" in page
+    assert "older_version" in page and "retracted" in page  # the demo's rejections
+    assert "whitespace-separated word" in page  # the tokenizer is named
+    assert "Modality (filter stage): not run in this workflow" in page or "Predicted modality" in page
+
+
+def test_detector_and_enrichment_content_on_demo(demo_pages: dict[str, str]) -> None:
+    det = demo_pages["detector"]
+    assert "xycut-default" in det and "demo_figures" in det and "98.58" in det
+    enr = demo_pages["enrichment"]
+    assert "fallback-full" in enr and "rules" in enr and "token_f1_macro" in enr
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_report_without_later_stages(early_pages: dict[str, str], name: str) -> None:
+    page = early_pages[name]
+    _check_page(name, page)
+    expected_not_run = {
+        "dataset": ["Modality (filter stage): " + NOT_RUN, "Shards: " + NOT_RUN, "Examples: " + NOT_RUN],
+        "detector": ["Detector evaluation: " + NOT_RUN, "Decomposition examples: " + NOT_RUN],
+        "enrichment": ["Enrichment: " + NOT_RUN],
+        "training": ["Encoder training: " + NOT_RUN, "Retrieval evaluation: " + NOT_RUN],
+    }[name]
+    for text in expected_not_run:
+        assert text in page, (name, text)
+    if name == "dataset":  # the stages that ran are still counted and charted
+        assert IMG_PNG.search(page) and "<td>parse</td>" in page
+
+
+def test_cli_writes_html(tmp_path: Path) -> None:
+    _needs_demo()
+    results = tmp_path / "results"
+    shutil.copytree(DEMO / "listing", results / "listing")
+    out = tmp_path / "r" / "dataset.html"
+    assert (
+        cli(
+            [
+                "dataset",
+                "--results",
+                str(results),
+                "--out",
+                str(out),
+                "--workdir",
+                str(REPO),
+                "-p",
+                "n_examples=2",
+            ]
+        )
+        == 0
+    )
+    page = out.read_text(encoding="utf-8")
+    assert ">Counts through every stage<" in page and "<td>list</td>" in page
+    assert not list(out.parent.glob(".*tmp*"))  # the atomic write left nothing behind
+
+
+# --------------------------------------------------------------------------------------------
+# Complete results directory (slow): filter table, shards, encoder, evaluation
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def full_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's stages plus later-stage outputs made by the real shard/train/evaluate code.
+
+    The filter stage's table is the real-image toy DATASET (pmcflow.encoders.toydata: crops of
+    scikit-image photographs and charts, with a modality column); nothing is rejected by it, and
+    its counts say so.
+    """
+    _needs_demo()
+    from pmcflow.encoders.evaluate import evaluate_encoder
+    from pmcflow.encoders.toydata import make_toy_dataset
+    from pmcflow.encoders.train import train_encoder
+    from pmcflow.shard import shard_dataset
+
+    root = tmp_path_factory.mktemp("full")
+    results = root / "results"
+    for stage in DEMO_STAGES:
+        (results / stage).parent.mkdir(parents=True, exist_ok=True)
+        (results / stage).symlink_to(DEMO / stage, target_is_directory=True)
+
+    toy = root / "toy"
+    ds = pl.read_parquet(make_toy_dataset(toy, n_per_class=14, seed=5, size=64))
+    ds = ds.with_columns(pl.col("crop_path").map_elements(lambda p: str(toy / p), return_dtype=pl.String))
+    dataset_path = results / "filter" / "c000000" / "dataset.parquet"
+    T.write_table(ds.to_arrow(), S.DATASET, dataset_path)
+    T.write_table([], S.REJECTIONS, results / "filter" / "rejections.parquet")
+    per_chunk = T.counts_record("filter", ds.height, ds.height, {}, chunk="c000000")
+    T.write_counts(results / "filter" / "counts.json", T.merge_counts("filter", [per_chunk]))
+
+    seed = 20260415
+    shard_dataset(
+        {"splits": {"train": 0.6, "val": 0.15, "test": 0.25}, "max_samples_per_shard": 10},
+        seed,
+        [str(dataset_path)],
+        str(results / "shards"),
+    )
+    run = "tiny-clip"
+    train_encoder(
+        {"model": "tiny-vit-bpe", "epochs": 2, "batch_size": 8, "timeout_s": 600},
+        seed,
+        str(results / "shards"),
+        str(results / "encoders" / run),
+    )
+    evaluate_encoder(
+        {"bootstrap": 50},
+        seed,
+        str(results / "encoders" / run),
+        str(results / "shards"),
+        str(results / "evaluation" / run),
+    )
+    return results
+
+
+@pytest.fixture(scope="module")
+def full_pages(full_results: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _render_all(full_results, tmp_path_factory.mktemp("full-html"), run_name="tiny-clip")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_report_on_complete_results(full_pages: dict[str, str], name: str) -> None:
+    page = full_pages[name]
+    _check_page(name, page)
+    assert IMG_PNG.search(page), name
+    if name == "training":
+        assert NOT_RUN not in page
+        for k in (1, 10, 50, 200):
+            assert f"<td>R@{k}</td>" in page
+        assert "img→txt" in page and "txt→img" in page
+        assert "test:modality" in page  # zero-shot on the split's modality labels
+    if name == "dataset":
+        assert "<td>filter</td>" in page and "<td>shard</td>" in page
+        assert "Predicted modality" in page and "retinal fundus" in page
+        assert "WebDataset shards per split" in page
+
+
+# --------------------------------------------------------------------------------------------
+# Headless browser (slow)
+# --------------------------------------------------------------------------------------------
+def screenshot(html_path: Path, png: Path, profile: Path, height: int = 2000) -> np.ndarray:
+    cmd = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--screenshot={png}",
+        f"--window-size=1280,{height}",
+        html_path.resolve().as_uri(),
+    ]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    with Image.open(png) as im:
+        return np.asarray(im.convert("L"), dtype=np.float32)
+
+
+@pytest.mark.slow
+def test_reports_in_headless_chromium(full_pages: dict[str, str], tmp_path: Path) -> None:
+    if not CHROMIUM.is_file():
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); this test installs nothing")
+    for name, page in sorted(full_pages.items()):
+        html_path = tmp_path / f"{name}.html"
+        html_path.write_text(page, encoding="utf-8")
+        pixels = screenshot(html_path, tmp_path / f"{name}.png", tmp_path / f"profile-{name}")
+        assert pixels.shape == (2000, 1280)
+        # A blank (or error) page is one flat colour; a report has text, tables and plots.
+        assert pixels.std() > 20, (name, float(pixels.std()))
+        assert (pixels < 128).mean() > 0.01, name  # enough dark ink (text, axes)
+        top = pixels[:600]
+        assert top.std() > 10, name  # the title and first section are drawn at the top
