@@ -19,7 +19,7 @@ SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
 
 def run_snakemake(*args: str, cwd: Path = REPO, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
-    cmd = [str(SNAKEMAKE), "--cores", "2", "--configfile", "config/demo.yaml", *args]
+    cmd = [str(SNAKEMAKE), "--cores", "2", "--configfile", "config/demo.yaml", "config/ci.yaml", *args]
     env = dict(os.environ, PYTHONHASHSEED="0")
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
