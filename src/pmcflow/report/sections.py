@@ -185,7 +185,7 @@ def composition(res: Results) -> list[Part]:
                 "split": name,
                 "samples": sp.get("n_samples"),
                 "shards": sp.get("n_shards"),
-                "articles": sp.get("n_articles", sp.get("articles")),
+                "articles": (man.get("n_articles") or {}).get(name),
                 "bytes": sum(int(s.get("size", 0)) for s in sp.get("shards") or []),
             }
             for name, sp in sorted((man.get("splits") or {}).items())
@@ -546,8 +546,18 @@ def retrieval(res: Results) -> list[Part]:
                 caption=f"Retrieval on split {ret['dataset'][0]!r} ({run}); CIs: percentile bootstrap",
             )
         )
-        if ret.filter(pl.col("metric").str.starts_with("R@")).height:
+        recall = ret.filter(pl.col("metric").str.starts_with("R@"))
+        if recall.height:
             parts.append(figure_png(plots.recall_at_k(m, run)))
+            pool = int(recall["n"].max() or 0)
+            trivial = sorted({int(k[2:]) for k in recall["metric"].to_list() if int(k[2:]) >= pool})
+            if trivial:
+                parts.append(
+                    note(
+                        f"{run}: the pool has {pool} candidates, so R@{', R@'.join(map(str, trivial))} "
+                        "are 1 by construction (K ≥ pool size)."
+                    )
+                )
     return parts
 
 
