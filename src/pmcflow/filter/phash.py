@@ -90,6 +90,31 @@ def hamming(a: str | int, b: str | int) -> int:
 # ----------------------------------------------------------------------------------------------
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting (numpy's hash-based unique is very slow on wide 64-bit keys)."""
+    if a.size == 0:
+        return a
+    b = np.sort(a, kind="stable")
+    keep = np.empty(b.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(b[1:], b[:-1], out=keep[1:])
+    return b[keep]
+
+
+def _group_identical(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(unique values, inverse)`` like ``np.unique(h, return_inverse=True)``, by sorting."""
+    order = np.argsort(h, kind="stable")
+    b = h[order]
+    new = np.empty(b.size, dtype=bool)
+    if b.size:
+        new[0] = True
+        np.not_equal(b[1:], b[:-1], out=new[1:])
+    group = np.cumsum(new) - 1
+    inverse = np.empty(h.size, dtype=np.int64)
+    inverse[order] = group
+    return b[new], inverse
+
+
 def _band_masks(radius: int) -> np.ndarray:
     """All 16-bit XOR masks with at most ``radius`` bits set (0 first)."""
     masks = [m for m in range(1 << BAND_BITS) if m.bit_count() <= radius]
@@ -114,29 +139,27 @@ def near_pairs(hashes: np.ndarray, max_hamming: int) -> tuple[np.ndarray, np.nda
     found_j: list[np.ndarray] = []
     for band in range(N_BANDS):
         shift = np.uint64(BAND_BITS * band)
-        keys = (h >> shift) & np.uint64(0xFFFF)
+        keys = ((h >> shift) & np.uint64(0xFFFF)).astype(np.int64)
+        # a dense bucket table: items of band value v are order[start[v] : start[v] + count[v]]
         order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        for mask in masks:
+        count = np.bincount(keys, minlength=1 << BAND_BITS)
+        start = np.concatenate(([0], np.cumsum(count)[:-1]))
+        for mask in masks.astype(np.int64):
             q = keys ^ mask
-            lo = np.searchsorted(sorted_keys, q, side="left")
-            hi = np.searchsorted(sorted_keys, q, side="right")
-            cnt = hi - lo
-            if not cnt.any():
+            cnt = count[q]
+            total = int(cnt.sum())
+            if total == 0:
                 continue
             qi = np.repeat(np.arange(n, dtype=np.int64), cnt)
-            # positions lo[q] .. hi[q]-1 for every query q, flattened
-            starts = np.repeat(lo - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
-            pos = starts + np.arange(qi.size, dtype=np.int64)
-            qj = order[pos].astype(np.int64)
+            # positions start[q] .. start[q] + cnt[q] - 1 for every query, flattened
+            offsets = np.repeat(start[q] - (np.cumsum(cnt) - cnt), cnt)
+            qj = order[offsets + np.arange(total, dtype=np.int64)]
             keep = qi < qj
             found_i.append(qi[keep])
             found_j.append(qj[keep])
     if not found_i:
         return empty, empty, empty
-    ii = np.concatenate(found_i)
-    jj = np.concatenate(found_j)
-    code = np.unique(ii * n + jj)
+    code = sorted_unique(np.concatenate(found_i) * n + np.concatenate(found_j))
     ii, jj = code // n, code % n
     dist = popcount64(h[ii] ^ h[jj])
     keep = dist <= max_hamming
@@ -173,7 +196,7 @@ def cluster_duplicates(uids: Sequence[str], hashes: np.ndarray, max_hamming: int
     h = np.asarray(hashes, dtype=np.uint64)
 
     # Group exact copies: one node per distinct hash; its members in uid order.
-    uniq, inverse = np.unique(h, return_inverse=True)
+    uniq, inverse = _group_identical(h)
     members: list[list[int]] = [[] for _ in range(uniq.size)]
     for k in order:
         members[int(inverse[k])].append(k)

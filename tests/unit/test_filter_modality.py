@@ -1,0 +1,98 @@
+"""Modality classifier: tiny training run, batched prediction, the shipped checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pmcflow import schema as S
+from pmcflow import tables as T
+from pmcflow.filter.modality import (
+    SHIPPED_CHECKPOINT,
+    load_modality_model,
+    make_crops,
+    predict_modality,
+    split_sources,
+    train_modality,
+)
+from pmcflow.filter.stage import filter_chunk
+from pmcflow.synth.sources import builtin_pool
+
+CAPTION = "Axial CT of the chest showing a ground-glass opacity in the right lower lobe."
+TINY = {"epochs": 1, "input_size": 48, "train_crops_per_class": 6, "eval_crops_per_class": 3, "batch_size": 8}
+
+
+@pytest.fixture(scope="module")
+def tiny_modality(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("modality")
+    train_modality({"seed": 3, "filter": {"modality": {"train": TINY}}}, out)
+    return out / "modality.pt"
+
+
+def test_tiny_training_writes_checkpoint_and_metrics(tiny_modality: Path) -> None:
+    metrics = json.loads((tiny_modality.parent / "metrics.json").read_text())
+    assert set(metrics["classes"]) >= {"plot", "radiology", "microscopy"}
+    assert metrics["n_train"] == 6 * len(metrics["classes"])
+    assert set(metrics["heldout"]["per_class"]) == set(metrics["classes"])
+    for cls, split in metrics["split"].items():
+        if split["mode"] == "by-source":  # no source on both sides
+            assert not set(split["train"]) & set(split["heldout"]), cls
+            assert split["train"] and split["heldout"]
+    img = Image.new("RGB", (70, 50), (30, 90, 150))
+    preds = predict_modality([img, img.copy()], tiny_modality, batch_size=1)
+    assert len(preds) == 2 and preds[0] == preds[1]
+    assert preds[0][0] in metrics["classes"] and 0 < preds[0][1] <= 1
+
+
+def test_training_is_deterministic(tmp_path: Path, tiny_modality: Path) -> None:
+    train_modality({"seed": 3, "filter": {"modality": {"train": TINY}}}, tmp_path)
+    a = json.loads((tmp_path / "metrics.json").read_text())
+    b = json.loads((tiny_modality.parent / "metrics.json").read_text())
+    assert a["history"] == b["history"] and a["heldout"] == b["heldout"]
+
+
+def test_modality_rejections_with_a_trained_model(tmp_path: Path, tiny_modality: Path) -> None:
+    crop = tmp_path / "x.png"
+    rng = np.random.default_rng(0)
+    Image.fromarray((rng.random((120, 160, 3)) * 255).astype(np.uint8), "RGB").save(crop)
+    row: dict[str, Any] = {
+        "subfigure_uid": "PMC3.1/f1/s0", "figure_uid": "PMC3.1/f1", "article_uid": "PMC3.1", "pmcid": "PMC3",
+        "version": 1, "chunk": "c0", "crop_path": str(crop), "crop_width": 160, "crop_height": 120,
+        "license_code": "CC BY", "is_retracted": False, "caption": CAPTION, "subcaption": CAPTION,
+    }
+    enr = tmp_path / "e.parquet"
+    T.write_table([row], S.ENRICHED, enr)
+    classes = json.loads((tiny_modality.parent / "metrics.json").read_text())["classes"]
+    cfg: dict[str, Any] = {"filter": {"modality": {"checkpoint": str(tiny_modality), "keep": ["none"], "drop": []}}}
+    rec = filter_chunk(cfg, "c0", enr, tmp_path / "o")
+    assert rec["rejected"] == {"modality_not_kept": 1}
+    detail = T.read_rows(tmp_path / "o" / "rejections.parquet")[0]["detail"]
+    assert any(f"modality={c}" in detail for c in classes)
+    cfg = {"filter": {"modality": {"checkpoint": str(tiny_modality), "keep": classes, "drop": []}}}
+    rec = filter_chunk(cfg, "c0", enr, tmp_path / "o2")
+    out = T.read_rows(tmp_path / "o2" / "dataset.parquet")[0]
+    assert rec["kept"] == 1 and out["modality"] in classes and 0.0 < out["modality_score"] <= 1.0
+
+
+@pytest.mark.skipif(not SHIPPED_CHECKPOINT.is_file(), reason="no shipped modality checkpoint")
+def test_shipped_checkpoint_classifies_heldout_builtin_crops() -> None:
+    """Fresh crops of the sources the shipped model never saw (its recorded split), not its own eval set."""
+    mm = load_modality_model("shipped")
+    card = json.loads((SHIPPED_CHECKPOINT.parent / "metrics.json").read_text())
+    assert mm.classes == card["classes"]
+    pool = builtin_pool(max_side=512)
+    splits = split_sources(pool, card["settings"]["holdout_fraction"], card["settings"]["seed"])
+    assert [s.modality for s in splits] == mm.classes
+    for s in splits:
+        assert [r.source_id for r in s.heldout] == card["split"][s.modality]["heldout"]
+    x, y = make_crops(pool, splits, heldout=True, per_class=12, size=mm.input_size, seed=12345)
+    images = [Image.fromarray(a.permute(1, 2, 0).numpy()) for a in x]
+    preds = predict_modality(images, mm, batch_size=32)
+    correct = np.array([mm.classes.index(p) == int(t) for (p, _), t in zip(preds, y, strict=True)])
+    chance = 1 / len(mm.classes)
+    assert correct.mean() >= 2.5 * chance, correct.mean()
