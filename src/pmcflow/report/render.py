@@ -31,13 +31,14 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-{% block extra_css %}<style>
+{% block html_head_css %}<style>
 body.jp-Notebook { max-width: 1200px; margin: auto; }
-table.pmcflow-table { border-collapse: collapse; font-size: 12px; margin: 6px 0 14px 0; }
-table.pmcflow-table th, table.pmcflow-table td { padding: 2px 8px; border: 1px solid #ccc; vertical-align: top; text-align: left; }
-table.pmcflow-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.jp-RenderedHTMLCommon table.pmcflow-table { border-collapse: collapse; font-size: 12px; margin: 6px 0 14px 0; }
+.jp-RenderedHTMLCommon table.pmcflow-table th, .jp-RenderedHTMLCommon table.pmcflow-table td { padding: 2px 8px; border: 1px solid #ccc; vertical-align: top; text-align: left; }
+.jp-RenderedHTMLCommon table.pmcflow-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.jp-RenderedHTMLCommon table.pmcflow-table th { background: #f3f3f3; }
 p.pmcflow-caption { font-style: italic; margin: 10px 0 2px 0; }
-</style>{% endblock extra_css %}
+</style>{% endblock html_head_css %}
 """
 
 
