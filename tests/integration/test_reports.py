@@ -158,6 +158,11 @@ def test_cli_writes_html(tmp_path: Path) -> None:
     page = out.read_text(encoding="utf-8")
     assert ">Counts through every stage<" in page and "<td>list</td>" in page
     assert not list(out.parent.glob(".*tmp*"))  # the atomic write left nothing behind
+    # Reproducible: the same inputs give the same bytes (papermill's random cell id is pinned).
+    again = render_report(
+        "dataset", {"results_dir": str(results), "n_examples": 2}, tmp_path / "again.html", cwd=REPO
+    )
+    assert again.read_bytes() == out.read_bytes()
 
 
 # --------------------------------------------------------------------------------------------

@@ -114,6 +114,9 @@ def render_report(
                 execution_timeout=timeout_s,
             )
             nb = nbformat.read(executed, as_version=4)
+            for cell in nb.cells:  # papermill gives its injected cell a random id: keep the HTML reproducible
+                if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+                    cell["id"] = "injected-parameters"
     finally:
         if env_backend is None:
             os.environ.pop("MPLBACKEND", None)
