@@ -5,7 +5,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The production config is the default; a --configfile (e.g. config/demo.yaml) replaces it rather
+# than being deep-merged over it, so production-only settings never leak into other runs.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
@@ -15,6 +19,11 @@ include: "rules/synth.smk"
 include: "rules/detector.smk"
 include: "rules/decompose.smk"
 include: "rules/enrich.smk"
+include: "rules/filter.smk"
+include: "rules/shard.smk"
+include: "rules/train.smk"
+include: "rules/evaluate.smk"
+include: "rules/report.smk"
 
 
 rule all:

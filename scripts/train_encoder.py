@@ -6,4 +6,6 @@ log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
 from pmcflow.encoders.train import train_encoder  # noqa: E402
 
 sm = snakemake  # noqa: F821
-train_encoder(dict(sm.params.train), int(sm.params.seed), sm.input.shards, sm.output[0])
+# `run` names the output folder (a workflow key); the rest is the trainer's configuration.
+settings = {k: v for k, v in dict(sm.params.train).items() if k != "run"}
+train_encoder(settings, int(sm.params.seed), sm.input.shards, sm.output[0])

@@ -35,6 +35,11 @@ register("enrich-chunk", "pmcflow.enrich.stage", "cli", "Enrich one chunk's subf
 register("shard", "pmcflow.shard", "cli", "Write WebDataset shards, Parquet index, sizes.json and manifest.")
 register("train-encoder", "pmcflow.encoders.train", "cli", "Train an image-text encoder with open_clip on the shards.")
 register("evaluate-encoder", "pmcflow.encoders.evaluate", "cli", "Retrieval Recall@K and zero-shot metrics of a trained encoder.")
+register("train-modality", "pmcflow.filter.modality", "cli", "Train the subfigure modality classifier.")
+register("phash-chunk", "pmcflow.filter.stage", "cli_phash", "Filter checks, modality and pHash of one chunk.")
+register("find-duplicates", "pmcflow.filter.stage", "cli_duplicates", "Corpus-wide near-duplicate clusters from phash tables.")
+register("filter-chunk", "pmcflow.filter.stage", "cli", "Filter one chunk's enriched rows into dataset rows.")
+register("report", "pmcflow.report", "cli", "Execute a report notebook (papermill) and write self-contained HTML.")
 register("split-caption", "pmcflow.enrich.subcaption", "cli", "Split captions (JSON lines on stdin) into labelled segments.")
 
 

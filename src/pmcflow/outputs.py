@@ -16,6 +16,8 @@ STAGES: list[tuple[str, str, str]] = [
     ("parse", "parse/counts.json", "parse/<chunk>/{articles,figures,mentions}.parquet"),
     ("decompose", "decompose/counts.json", "decompose/<chunk>/subfigures.parquet (+ crops/)"),
     ("enrich", "enrich/counts.json", "enrich/<chunk>/enriched.parquet"),
+    ("filter", "filter/counts.json", "filter/<chunk>/dataset.parquet"),
+    ("shard", "shards/counts.json", "shards/{train,val,test}/*.tar, index.parquet, manifest.json"),
 ]
 
 

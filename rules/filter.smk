@@ -1,0 +1,90 @@
+# Stage 7: filter enriched subfigures (licence, retraction, size, text quality, modality,
+# corpus-wide near-duplicates) into dataset rows.
+
+
+rule phash_chunk:
+    input:
+        enriched=f"{RESULTS}/enrich/{{chunk}}/enriched.parquet",
+    output:
+        f"{RESULTS}/filter/{{chunk}}/phash.parquet",
+    params:
+        filter=config["filter"],
+        code=code_version("filter", "data/modality"),
+    log:
+        f"{LOGS}/filter/phash-{{chunk}}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        ENV
+    script:
+        "../scripts/phash_chunk.py"
+
+
+rule find_duplicates:
+    input:
+        per_chunk(f"{RESULTS}/filter/{{chunk}}/phash.parquet"),
+    output:
+        f"{RESULTS}/filter/duplicates.parquet",
+    params:
+        dedup=config["filter"]["dedup"],
+        code=code_version("filter/phash.py", "filter/stage.py"),
+    log:
+        f"{LOGS}/filter/find_duplicates.log",
+    threads: 1
+    resources:
+        mem_mb=16000,
+        runtime=60,
+    conda:
+        ENV
+    script:
+        "../scripts/find_duplicates.py"
+
+
+rule filter_chunk:
+    input:
+        enriched=f"{RESULTS}/enrich/{{chunk}}/enriched.parquet",
+        phash=f"{RESULTS}/filter/{{chunk}}/phash.parquet",
+        duplicates=f"{RESULTS}/filter/duplicates.parquet",
+    output:
+        dataset=f"{RESULTS}/filter/{{chunk}}/dataset.parquet",
+        rejections=f"{RESULTS}/filter/{{chunk}}/rejections.parquet",
+        counts=f"{RESULTS}/filter/{{chunk}}/counts.json",
+    params:
+        filter=config["filter"],
+        code=code_version("filter", "data/modality"),
+    log:
+        f"{LOGS}/filter/{{chunk}}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        ENV
+    script:
+        "../scripts/filter_chunk.py"
+
+
+rule filter_summary:
+    input:
+        counts=per_chunk(f"{RESULTS}/filter/{{chunk}}/counts.json"),
+        rejections=per_chunk(f"{RESULTS}/filter/{{chunk}}/rejections.parquet"),
+    output:
+        counts=f"{RESULTS}/filter/counts.json",
+        rejections=f"{RESULTS}/filter/rejections.parquet",
+    params:
+        stage="filter",
+    log:
+        f"{LOGS}/filter/summary.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        ENV
+    script:
+        "../scripts/merge_stage.py"
+
+
+FINAL_TARGETS.append(f"{RESULTS}/filter/counts.json")

@@ -1,0 +1,18 @@
+"""Rule filter_chunk: enriched rows -> dataset rows + rejections (pmcflow.filter)."""
+from pathlib import Path
+
+from pmcflow.workflow import log_to_file
+
+log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+
+from pmcflow.filter.stage import filter_chunk  # noqa: E402
+
+sm = snakemake  # noqa: F821
+filter_chunk(
+    sm.config,
+    sm.wildcards.chunk,
+    sm.input.enriched,
+    str(Path(sm.output.dataset).parent),
+    duplicates_path=sm.input.duplicates,
+    phash_path=sm.input.phash,
+)
