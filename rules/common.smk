@@ -1,7 +1,6 @@
 # Shared by every stage: config validation, paths, wildcard constraints, input functions.
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -14,7 +13,6 @@ RESOURCES = config["paths"]["resources"]
 LOGS = config["paths"]["logs"]
 ENV = "../envs/pmcflow.yaml"
 SRC = Path(workflow.basedir) / "src" / "pmcflow"
-PYTHON = sys.executable  # the environment snakemake runs in (shell rules call pmcflow through it)
 
 
 wildcard_constraints:

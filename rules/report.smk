@@ -42,9 +42,9 @@ for _name, _inputs in REPORT_INPUTS.items():
             ),
         params:
             name=_name,
-            show_input="--show-input" if REPORT.get("show_input", False) else "",
-            n_examples=REPORT.get("n_examples", 8),
-            seed=REPORT.get("seed", 0),
+            results=lambda wc, output: str(Path(output.html).parent.parent),
+            run=RUN,
+            report=REPORT,
             code=code_version("report"),
         log:
             f"{LOGS}/report/{_name}.log",
@@ -54,8 +54,7 @@ for _name, _inputs in REPORT_INPUTS.items():
             runtime=30,
         conda:
             ENV
-        shell:
-            "{PYTHON} -m pmcflow.cli report {params.name} --results {RESULTS} --run {RUN} --out {output.html}"
-            " {params.show_input} -p n_examples={params.n_examples} -p seed={params.seed} > {log} 2>&1"
+        script:
+            "../scripts/report.py"
 
     FINAL_TARGETS.append(f"{REPORT_DIR}/{_name}.html")

@@ -1,0 +1,22 @@
+"""Rule report_<name>: execute a papermill notebook and write self-contained HTML (pmcflow.report)."""
+from pmcflow.workflow import log_to_file
+
+log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+
+from pmcflow.report import render_report  # noqa: E402
+
+sm = snakemake  # noqa: F821
+opts = dict(sm.params.report)
+render_report(
+    sm.params.name,
+    {
+        "results_dir": sm.params.results,
+        "config": None,
+        "run_name": sm.params.run,
+        "workdir": ".",
+        "n_examples": int(opts["n_examples"]),
+        "seed": int(opts["seed"]),
+    },
+    sm.output.html,
+    no_input=not opts["show_input"],
+)
