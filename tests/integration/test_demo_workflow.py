@@ -113,3 +113,28 @@ def test_rerun_is_a_no_op(demo_run: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_filter_shards_training_and_reports(demo_run: Path) -> None:
+    results = demo_run / "results"
+    enrich = read_counts(results / "enrich/counts.json")
+    filt = read_counts(results / "filter/counts.json")
+    assert filt["in"] == enrich["kept"]
+    assert filt["in"] == filt["kept"] + sum(filt["rejected"].values())
+    shards = results / "shards"
+    manifest = json.loads((shards / "manifest.json").read_text())
+    sizes = sum(sum(json.loads(p.read_text()).values()) for p in shards.glob("*/sizes.json"))
+    index = pl.read_parquet(shards / "index.parquet")
+    assert index.height == sizes == read_counts(shards / "counts.json")["kept"] > 0
+    assert manifest
+    # No article in two splits.
+    assert index.group_by("pmcid").agg(pl.col("split").n_unique()).filter(pl.col("split") > 1).height == 0
+    metrics = json.loads(next((results / "evaluation").glob("*/metrics.json")).read_text())
+    assert metrics
+    for name in ("dataset", "detector", "enrichment", "training"):
+        html = (results / "reports" / f"{name}.html").read_text()
+        assert "data:image/png;base64," in html, name
+    detector_eval = json.loads((results / "detector/eval/eval.json").read_text())
+    for det in detector_eval["detectors"].values():
+        for m in det["sets"].values():
+            assert 0.0 <= m["map"] <= 1.0 and 0.0 <= m["f1"] <= 1.0
