@@ -29,6 +29,7 @@ help:
 	@echo "make test       run the test suite (what CI runs)"
 	@echo "make lint       ruff + snakemake --lint"
 	@echo "make bench      run the benchmarks (results in benchmarks/results/)"
+	@echo "make containers check containers/*.def and build .sif images where apptainer exists"
 	@echo "make venv       only build the environment ($(VENV))"
 	@echo "make lock       re-resolve requirements/base.in into requirements/lock.txt"
 
@@ -73,3 +74,6 @@ clean-demo:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build
+
+# Apptainer images (one per environment): `make containers`.
+include containers/Makefile.inc

@@ -18,6 +18,8 @@ checkpoint list_articles:
     resources:
         mem_mb=8000,
         runtime=240,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:
@@ -48,6 +50,8 @@ rule acquire_chunk:
         # One token per job that talks to PMC: with `--resources pmc_http=1` (the profiles set
         # it) parallel chunks share NCBI's request-rate limit instead of multiplying it.
         pmc_http=1,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:
@@ -73,6 +77,8 @@ rule acquire_summary:
     resources:
         mem_mb=2000,
         runtime=30,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

@@ -12,6 +12,12 @@ RESULTS = config["paths"]["results"]
 RESOURCES = config["paths"]["resources"]
 LOGS = config["paths"]["logs"]
 ENV = "../envs/pmcflow.yaml"
+IMAGES = config["containers"]  # one pinned Apptainer image per environment (containers/*.def)
+ENRICH_IMAGE = (
+    IMAGES["vllm"]
+    if "vllm" in (config["enrich"]["subcaption"]["backend"], config["enrich"]["summary"]["backend"])
+    else IMAGES["base"]
+)
 SRC = Path(workflow.basedir) / "src" / "pmcflow"
 
 

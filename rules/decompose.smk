@@ -19,6 +19,8 @@ rule decompose_chunk:
     resources:
         mem_mb=4000,
         runtime=120,
+    container:
+        IMAGES["mmdet"]
     conda:
         ENV
     script:
@@ -40,6 +42,8 @@ rule decompose_summary:
     resources:
         mem_mb=2000,
         runtime=30,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

@@ -16,6 +16,8 @@ rule train_detector:
     resources:
         mem_mb=8000,
         runtime=2880,
+    container:
+        IMAGES["mmdet"]
     conda:
         ENV
     script:
@@ -37,6 +39,8 @@ rule evaluate_detector:
     resources:
         mem_mb=8000,
         runtime=240,
+    container:
+        IMAGES["mmdet"]
     conda:
         ENV
     script:

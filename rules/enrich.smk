@@ -20,6 +20,8 @@ rule enrich_chunk:
     resources:
         mem_mb=4000,
         runtime=120,
+    container:
+        ENRICH_IMAGE
     conda:
         ENV
     script:
@@ -41,6 +43,8 @@ rule enrich_summary:
     resources:
         mem_mb=2000,
         runtime=30,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

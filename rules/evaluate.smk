@@ -19,6 +19,8 @@ rule evaluate_encoder:
     resources:
         mem_mb=8000,
         runtime=240,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

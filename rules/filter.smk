@@ -16,6 +16,8 @@ rule phash_chunk:
     resources:
         mem_mb=4000,
         runtime=60,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:
@@ -36,6 +38,8 @@ rule find_duplicates:
     resources:
         mem_mb=16000,
         runtime=60,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:
@@ -60,6 +64,8 @@ rule filter_chunk:
     resources:
         mem_mb=4000,
         runtime=30,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:
@@ -81,6 +87,8 @@ rule filter_summary:
     resources:
         mem_mb=2000,
         runtime=30,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

@@ -19,6 +19,8 @@ rule parse_chunk:
     resources:
         mem_mb=2000,
         runtime=60,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:
@@ -40,6 +42,8 @@ rule parse_summary:
     resources:
         mem_mb=2000,
         runtime=30,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

@@ -52,6 +52,8 @@ for _name, _inputs in REPORT_INPUTS.items():
         resources:
             mem_mb=4000,
             runtime=30,
+        container:
+            IMAGES["base"]
         conda:
             ENV
         script:

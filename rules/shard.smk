@@ -16,6 +16,8 @@ rule shard:
     resources:
         mem_mb=16000,
         runtime=720,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

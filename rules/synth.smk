@@ -28,6 +28,8 @@ rule render_shard:
     resources:
         mem_mb=2000,
         runtime=240,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:
@@ -49,6 +51,8 @@ rule render_merge:
     resources:
         mem_mb=8000,
         runtime=60,
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

@@ -17,6 +17,8 @@ rule train_encoder:
         mem_mb=16000,
         runtime=7200,
         # GPU partitions: the slurm profile sets gpu / gpu_model / cpus_per_gpu for this rule.
+    container:
+        IMAGES["base"]
     conda:
         ENV
     script:

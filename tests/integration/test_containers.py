@@ -85,11 +85,6 @@ def test_parse_rejects_garbage(tmp_path):
         cc.parse_def(p)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rules have no container: yet (lead: add `container: IMAGES[...]`, see docs/hpc.md); "
-    "remove this marker when they do",
-)
 def test_every_rule_has_a_pinned_container():
     errs = cc.check_rules(["config/demo.yaml"])
     assert errs == [], "\n".join(errs)

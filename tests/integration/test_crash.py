@@ -23,7 +23,7 @@ from pmcflow.hpc import workflow as wf
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG = ["--configfile", "config/demo.yaml"]
+CONFIG = ["--configfile", "config/demo.yaml", "config/ci.yaml"]
 RES = "results/demo"
 PARSE_TARGETS = [f"{RES}/acquire/counts.json", f"{RES}/parse/counts.json"]
 

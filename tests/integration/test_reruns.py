@@ -23,7 +23,7 @@ from pmcflow.hpc import workflow as wf
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG = ["--configfile", "config/demo.yaml"]
+CONFIG = ["--configfile", "config/demo.yaml", "config/ci.yaml"]
 RES = "results/demo"
 TARGETS = [f"{RES}/acquire/counts.json", f"{RES}/parse/counts.json"]
 INVENTORY = "demo/corpus/pmc-cloud/inventory-reports/pmc-oa-opendata/metadata"
@@ -73,7 +73,7 @@ def _chunks(work: Path) -> list[str]:
 def test_param_change_reruns_only_that_stage(work, tmp_path):
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("parse:\n  max_xml_mb: 63\n")
-    jobs = wf.dry_run(work, [*TARGETS, "--configfile", "config/demo.yaml", str(overlay)])
+    jobs = wf.dry_run(work, [*TARGETS, "--configfile", "config/demo.yaml", "config/ci.yaml", str(overlay)])
     expected = {f"parse_chunk[chunk={c}]" for c in _chunks(work)} | {"parse_summary"}
     assert _keys(jobs) == expected
     assert all("params" in j.reason.lower() or "updated" in j.reason.lower() for j in jobs), jobs
@@ -109,7 +109,7 @@ def test_new_article_reruns_only_its_chunk(work, tmp_path):
     _set_inventory(work, None)  # the held-back article version appears in the source
     overlay = tmp_path / "snapshot.yaml"
     overlay.write_text('source:\n  snapshot: "demo-2026-11-refresh"\n')
-    args = [*TARGETS, "--configfile", "config/demo.yaml", str(overlay)]
+    args = [*TARGETS, "--configfile", "config/demo.yaml", "config/ci.yaml", str(overlay)]
     proc = wf.snakemake(work, ["--cores", "2", *args], timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
 

@@ -198,13 +198,13 @@ def test_demo_dag_on_slurm(cluster, tmp_path):
     prof = _profile(tmp_path, cluster)
     before = {r["JobID"] for r in cluster.sacct()}
     proc = _snakemake(
-        cluster, work, ["--profile", str(prof), "--configfile", "config/demo.yaml"], timeout=1200
+        cluster, work, ["--profile", str(prof), "--configfile", "config/demo.yaml", "config/ci.yaml"], timeout=1200
     )
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-8000:]
 
     # Outputs: every final target of the DAG exists and is non-empty.
-    targets = wf.final_targets(work, ["--configfile", "config/demo.yaml"])
+    targets = wf.final_targets(work, ["--configfile", "config/demo.yaml", "config/ci.yaml"])
     assert targets
     for t in targets:
         p = work / t
@@ -226,7 +226,7 @@ def test_demo_dag_on_slurm(cluster, tmp_path):
     # Nothing left to do: a second run submits no job.
     before = {r["JobID"] for r in cluster.sacct()}
     proc = _snakemake(
-        cluster, work, ["--profile", str(prof), "--configfile", "config/demo.yaml"], timeout=300
+        cluster, work, ["--profile", str(prof), "--configfile", "config/demo.yaml", "config/ci.yaml"], timeout=300
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert not [r for r in cluster.sacct() if r["JobID"] not in before]
