@@ -126,11 +126,22 @@ def test_profile_is_complete():
     assert prof["slurm-requeue"] is True and int(prof["retries"]) >= 1
     assert "slurm-init-seconds-before-status-checks" in prof
     assert "--nv" in prof["apptainer-args"]
-    for gpu_rule in ("train_detector", "enrich_vllm", "train_encoder"):
+    rule_names = set(slurm_rule_names())
+    assert set(prof["set-resources"]) <= rule_names, set(prof["set-resources"]) - rule_names
+    for gpu_rule in ("train_detector", "train_encoder"):
         res = prof["set-resources"][gpu_rule]
         assert res["gpu"] >= 1 and res["gpu_model"] and res["cpus_per_gpu"] >= 1
         # The plugin prefers --cpus-per-task whenever it is truthy: must be 0 for --cpus-per-gpu.
         assert res["cpus_per_task"] == 0
+
+
+def slurm_rule_names() -> list[str]:
+    """Rule names of the real workflow (so set-resources never names a rule that does not exist)."""
+    out = subprocess.run(
+        [SNAKEMAKE, "--list-rules", "--configfile", "config/demo.yaml"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout
+    return [line.strip() for line in out.splitlines() if line.strip()]
 
 
 def test_failures_retries_and_time_limit(cluster, tmp_path):
