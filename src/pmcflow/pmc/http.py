@@ -187,6 +187,18 @@ def verify_file(path: Path, md5: str | None, size: int | None) -> tuple[bool, st
     return True, "", actual
 
 
+def reuse_verified(dest: Path, md5: str | None, size: int | None, stats: Stats) -> DownloadResult | None:
+    """The cached ``dest`` when it verifies (a rerun or resumed run skips it); a bad one is removed."""
+    if not dest.exists():
+        return None
+    ok, _, actual = verify_file(dest, md5, size)
+    if ok:
+        stats.files_cached += 1
+        return DownloadResult(dest, actual, dest.stat().st_size, cached=True)
+    dest.unlink()
+    return None
+
+
 def parse_retry_after(value: str | None, now: Callable[[], float] = time.time) -> float | None:
     """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP date)."""
     if not value:
@@ -317,12 +329,9 @@ class HttpClient:
         limit = self.settings.max_bytes
         if size is not None and size > limit:
             raise FetchError("file_too_large", f"{size} bytes > limit {limit}", url=url)
-        if dest.exists():
-            ok, _, actual = verify_file(dest, md5, size)
-            if ok:
-                self.stats.files_cached += 1
-                return DownloadResult(dest, actual, dest.stat().st_size, cached=True)
-            dest.unlink()
+        cached = reuse_verified(dest, md5, size, self.stats)
+        if cached is not None:
+            return cached
         dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
         attempt = 0

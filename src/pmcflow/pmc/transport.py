@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from pmcflow.pmc.http import DownloadResult, FetchError, HttpClient, Stats, verify_file
+from pmcflow.pmc.http import DownloadResult, FetchError, HttpClient, Stats, reuse_verified, verify_file
 
 
 @dataclass(frozen=True)
@@ -208,12 +208,9 @@ class FileTransport(Transport):
         src_size = src.stat().st_size
         if src_size > self.max_bytes or (size is not None and size > self.max_bytes):
             raise FetchError("file_too_large", f"{src_size} bytes > limit {self.max_bytes}", url=str(src))
-        if dest.exists():
-            ok, _, actual = verify_file(dest, md5, size)
-            if ok:
-                self.stats.files_cached += 1
-                return DownloadResult(dest, actual, dest.stat().st_size, cached=True)
-            dest.unlink()
+        cached = reuse_verified(dest, md5, size, self.stats)
+        if cached is not None:
+            return cached
         dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
         self.stats.requests += 1
