@@ -48,7 +48,9 @@ $(STAMP): requirements/lock.txt requirements/extras-llm.txt pyproject.toml scrip
 
 demo: venv
 	$(SNAKEMAKE) --profile profiles/default --configfile config/demo.yaml --cores $(CORES)
+	$(SNAKEMAKE) --configfile config/demo.yaml --report results/demo/report.zip
 	$(BIN)/pmcflow outputs --config config/demo.yaml
+	@echo "reports: results/demo/reports/*.html (and results/demo/report.zip, Snakemake's report)"
 
 test: venv
 	$(BIN)/python -m pytest -q
