@@ -360,6 +360,12 @@ def run_post(name: str, mirror: str | None = None, keep: bool = False) -> int:
             "PMCFLOW_PIP_DRY_RUN": "1",
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         }
+        # Trust what the host trusts: behind a TLS-intercepting proxy (as on many clusters and on
+        # this project's build machines) the root's stock CA bundle cannot verify the registry.
+        host_ca = os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt"
+        if Path(host_ca).is_file():
+            shutil.copy2(host_ca, root / "tmp/host-ca.crt")
+            env["PIP_CERT"] = env["REQUESTS_CA_BUNDLE"] = "/tmp/host-ca.crt"
         script = root / "tmp/post.sh"
         script.write_text("#!/bin/sh\n" + d.sections["post"] + "\n")
         script.chmod(0o755)

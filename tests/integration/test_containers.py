@@ -108,6 +108,12 @@ def _debootstrap_ready() -> str | None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect found by this test: Debian 12's python3.11 is 3.11.2, but requirements/lock.txt "
+    "(resolved on 3.11.7) needs >= 3.11.5 (e.g. soupsieve==4.1.2), so base.def's pip install fails; "
+    "base.def needs a newer Python (or the lock a 3.11.2-compatible resolution)",
+)
 def test_base_post_runs_in_debootstrap():
     reason = _debootstrap_ready()
     if reason:
