@@ -9,8 +9,12 @@ loses an item fails loudly instead of publishing counts that do not add up.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
+import re
+import shutil
+import socket
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -30,18 +34,66 @@ class CountsMismatch(RuntimeError):
     """Raised when a stage's counts do not reconcile (in != kept + rejected)."""
 
 
+_HOST = socket.gethostname()
+# ``.<name>.tmp-<pid>@<host>.<random>``: who made a temporary sibling, so a later writer can tell a
+# crashed writer's leftover (pid gone on this host) from a live one.
+_TMP_RX = re.compile(r"\.tmp-(?P<pid>\d+)@(?P<host>.*)\.[A-Za-z0-9_]+$")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temps(parent: str | os.PathLike[str], name: str) -> list[Path]:
+    """Remove ``.<name>.tmp-*`` siblings left in ``parent`` by writers that died (SIGKILL, OOM, node loss).
+
+    A temporary made by a process still alive on this host is left alone; one made on another host
+    is left alone too unless it predates this naming (no ``pid@host`` tag).  Returns what was removed.
+    """
+    removed: list[Path] = []
+    d = Path(parent)
+    if not d.is_dir():
+        return removed
+    for p in d.glob(f".{glob.escape(name)}.tmp-*"):
+        m = _TMP_RX.search(p.name)
+        if m is not None and (m["host"] != _HOST or _pid_alive(int(m["pid"]))):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+
+def temp_sibling(target: str | os.PathLike[str], *, directory: bool = False) -> Path:
+    """Create an empty temporary file (or directory) next to ``target``, first clearing stale ones."""
+    t = Path(target)
+    t.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(t.parent, t.name)
+    prefix = f".{t.name}.tmp-{os.getpid()}@{_HOST}."
+    if directory:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=t.parent))
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=t.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it over ``path`` only on success.
 
-    A reader never sees a half-written file, and a crash leaves at most a ``.tmp-*`` file that
-    is not the output's name.
+    A reader never sees a half-written file.  A crash leaves at most a ``.<name>.tmp-*`` file that
+    is not the output's name, and the next write of the same output removes it.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = temp_sibling(target)
     try:
         yield tmp_path
         os.replace(tmp_path, target)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -38,6 +39,35 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path: Path) -> None:
         raise RuntimeError("boom")
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_rewrite_after_a_killed_writer_removes_its_temporary(tmp_path: Path) -> None:
+    """A SIGKILLed writer leaves ``.<name>.tmp-*``; the rerun's write of that output clears it."""
+    import socket
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)  # that process has exited
+    host = socket.gethostname()
+    crashed = tmp_path / f".out.parquet.tmp-{pid}@{host}.abc123_x"
+    crashed.write_bytes(b"half")
+    legacy = tmp_path / ".out.parquet.tmp-k2j3h4g5"  # older naming, no owner tag
+    legacy.write_bytes(b"half")
+    crashed_dir = tmp_path / f".out.parquet.tmp-{pid}@{host}.dir0001"
+    crashed_dir.mkdir()
+    (crashed_dir / "x").write_text("x")
+    live = tmp_path / f".out.parquet.tmp-{os.getpid()}@{host}.live0001"  # a writer that is running
+    live.write_bytes(b"busy")
+    elsewhere = tmp_path / f".out.parquet.tmp-{pid}@other-node-17.rem00001"  # cannot judge: keep
+    elsewhere.write_bytes(b"?")
+    other = tmp_path / f".other.parquet.tmp-{pid}@{host}.zz"  # a different output's temporary
+    other.write_bytes(b"?")
+
+    tables.write_table([], S.REJECTIONS, tmp_path / "out.parquet")
+
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(["out.parquet", live.name, elsewhere.name, other.name])
 
 
 def test_counts_must_reconcile() -> None:

@@ -22,7 +22,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -120,7 +119,9 @@ def build_detector(dcfg: Mapping[str, Any]) -> DetectorInfo:
         elif ckpt_opt in ("shipped", None, ""):
             backend, ckpt = "xycut", None
         else:
-            raise ValueError("decompose.backend=auto takes checkpoint 'shipped'; name the backend of a checkpoint")
+            raise ValueError(
+                "decompose.backend=auto takes checkpoint 'shipped'; name the backend of a checkpoint"
+            )
     elif ckpt_opt == "shipped":
         ckpt = shipped_checkpoint_for(backend)
         if ckpt is None and backend != "xycut":
@@ -141,7 +142,9 @@ def build_detector(dcfg: Mapping[str, Any]) -> DetectorInfo:
 # ----------------------------------------------------------------------------------------------
 # Boxes -> subfigures
 # ----------------------------------------------------------------------------------------------
-def clip_boxes(boxes: Sequence[Box], width: int, height: int, min_px: float) -> list[tuple[int, int, int, int, float]]:
+def clip_boxes(
+    boxes: Sequence[Box], width: int, height: int, min_px: float
+) -> list[tuple[int, int, int, int, float]]:
     """Integer pixel boxes ``(x, y, w, h, score)`` clipped to the image (rounded outwards).
 
     Boxes with a non-finite coordinate, or whose clipped width or height is below ``min_px``,
@@ -247,7 +250,9 @@ def _items(rows: Sequence[Mapping[str, Any]], rej: T.Rejections, totals: _Totals
             if not path:
                 href = hrefs[k] if k < len(hrefs) else "?"
                 rej.add(
-                    f"{row['figure_uid']}/g{k}", "missing", f"graphic {href!r} was not resolved to a file",
+                    f"{row['figure_uid']}/g{k}",
+                    "missing",
+                    f"graphic {href!r} was not resolved to a file",
                     pmcid=row.get("pmcid"),
                 )
                 continue
@@ -255,7 +260,9 @@ def _items(rows: Sequence[Mapping[str, Any]], rej: T.Rejections, totals: _Totals
     return items
 
 
-def _detect_batch(det: Detector, images: list[Image.Image], dcfg: Mapping[str, Any]) -> list[list[Box] | Exception]:
+def _detect_batch(
+    det: Detector, images: list[Image.Image], dcfg: Mapping[str, Any]
+) -> list[list[Box] | Exception]:
     """Detect on a batch; if the batch fails, retry image by image so one bad input costs one item."""
     kw = {
         "score_threshold": float(dcfg["score_threshold"]),
@@ -297,7 +304,7 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
     jpeg_fmt = f"jpeg-q{int(dcfg['jpeg_quality'])}"
 
     crops_final = out / "crops"
-    crops_tmp = Path(tempfile.mkdtemp(prefix=".crops.tmp-", dir=out))
+    crops_tmp = T.temp_sibling(crops_final, directory=True)
     sub_rows: list[dict[str, Any]] = []
     try:
         bs = max(1, int(dcfg["batch_size"]))
@@ -314,7 +321,12 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
             preds = _detect_batch(info.detector, [im for _, im in batch], dcfg)
             for (it, im), boxes in zip(batch, preds, strict=True):
                 if isinstance(boxes, Exception):
-                    rej.add(it.item_id, "detector_error", f"{type(boxes).__name__}: {boxes}", pmcid=it.row.get("pmcid"))
+                    rej.add(
+                        it.item_id,
+                        "detector_error",
+                        f"{type(boxes).__name__}: {boxes}",
+                        pmcid=it.row.get("pmcid"),
+                    )
                     continue
                 fmt = jpeg_fmt if fmt_cfg == "source" and source_is_jpeg(it.path) else "png"
                 letters = caption_panel_labels(it.row.get("caption") or "")

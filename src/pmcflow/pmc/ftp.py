@@ -19,13 +19,13 @@ import os
 import re
 import shutil
 import tarfile
-import tempfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from pmcflow.pmc.cloud import PMCID_SPEC_RE, parse_bool
+from pmcflow.tables import temp_sibling
 
 PACKAGE_RE = re.compile(r"(?:^|/)(PMC\d+)\.tar\.gz$")
 DEPRECATED = "deprecated"
@@ -147,7 +147,9 @@ def parse_file_list_csv(text: str) -> FileList:
             f = {fld: (row[i] if i < len(row) else None) for fld, i in mapping.items()}
         else:
             if len(row) not in (6, 7):
-                out.problems.append((f"line {lineno}", "bad_listing_row", f"line {lineno}: {len(row)} columns"))
+                out.problems.append(
+                    (f"line {lineno}", "bad_listing_row", f"line {lineno}: {len(row)} columns")
+                )
                 continue
             f = dict(zip(_POSITIONAL, row, strict=False))
         _make_row(lineno, f, out)
@@ -268,7 +270,7 @@ def extract_package(
     """
     dest = Path(dest_dir)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    tmp = temp_sibling(dest, directory=True)
     report = ExtractReport()
     total = 0
     seen: set[str] = set()

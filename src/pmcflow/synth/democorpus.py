@@ -26,7 +26,6 @@ import json
 import re
 import shutil
 import tarfile
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from pmcflow.synth import labels as L
 from pmcflow.synth.compose import FigureParams, compose, sample_figure
 from pmcflow.synth.seeding import rng_for
 from pmcflow.synth.sources import SourcePool, builtin_pool
+from pmcflow.tables import temp_sibling
 
 XLINK = "{http://www.w3.org/1999/xlink}href"
 BUCKET = "pmc-oa-opendata"
@@ -175,7 +175,11 @@ def _citation(meta: etree._Element) -> str:
     vol = meta.findtext("volume") or ""
     iss = meta.findtext("issue") or ""
     fpage, lpage = meta.findtext("fpage") or "", meta.findtext("lpage") or ""
-    pages = f"{fpage}-{lpage}" if fpage and lpage and lpage != fpage else (fpage or meta.findtext("elocation-id") or "")
+    pages = (
+        f"{fpage}-{lpage}"
+        if fpage and lpage and lpage != fpage
+        else (fpage or meta.findtext("elocation-id") or "")
+    )
     where = vol + (f"({iss})" if iss else "")
     cite = f"{str(journal).strip()}. {when}"
     if where or pages:
@@ -199,7 +203,9 @@ def read_article(path: Path) -> tuple[etree._Element, dict[str, Any]]:
         "title": _text(_find(meta, "./title-group/article-title")),
         "citation": _citation(meta),
         "license_url": lic_url,
-        "license_code": license_code(lic_url, lic.get("license-type") if lic is not None else None, _text(lic)),
+        "license_code": license_code(
+            lic_url, lic.get("license-type") if lic is not None else None, _text(lic)
+        ),
     }
     return art, info
 
@@ -219,7 +225,9 @@ def extract_figures(art: etree._Element) -> list[FigureInfo]:
         href = g.get(XLINK)
         if not href or href in seen:
             continue
-        wrap = next((a for a in g.iterancestors() if a.tag in ("table-wrap", "boxed-text", "disp-formula")), None)
+        wrap = next(
+            (a for a in g.iterancestors() if a.tag in ("table-wrap", "boxed-text", "disp-formula")), None
+        )
         rows: list[list[str]] = []
         if wrap is not None:
             for tr in wrap.iter("tr"):
@@ -297,7 +305,11 @@ def ingest_xml(raw: bytes, art: ArticleInfo) -> bytes:
         indent = m.group(1)
         digits = art.pmcid[3:]
         sep = "\n" if indent else ""
-        text = text[: m.start(1)] + f'{indent}<article-id pub-id-type="pmc">{digits}</article-id>{sep}' + text[m.start(1):]
+        text = (
+            text[: m.start(1)]
+            + f'{indent}<article-id pub-id-type="pmc">{digits}</article-id>{sep}'
+            + text[m.start(1) :]
+        )
     text = _GRAPHIC_HREF.sub(lambda m: m.group(1) + strip_ext(m.group(2)) + m.group(3), text)
     return text.encode("utf-8")
 
@@ -340,12 +352,16 @@ def figure_canvas(n: int, rng_u: float, rng_v: float) -> tuple[int, int]:
     return int(w), int(h)
 
 
-def render_figure(pool: SourcePool, seed: int, key: str, caption: str) -> tuple[Image.Image, list[dict[str, Any]], list[str]]:
+def render_figure(
+    pool: SourcePool, seed: int, key: str, caption: str
+) -> tuple[Image.Image, list[dict[str, Any]], list[str]]:
     """Compose the image of one figure: panel count and labels from its caption."""
     found = L.caption_panel_labels(caption)
     rng = rng_for(seed, "democorpus", key)
     w, h = figure_canvas(max(1, len(found)), float(rng.random()), float(rng.random()))
-    spec, panels = sample_figure(rng, pool, w, h, params=FigureParams(), labels=found, n_panels=max(1, len(found)))
+    spec, panels = sample_figure(
+        rng, pool, w, h, params=FigureParams(), labels=found, n_panels=max(1, len(found))
+    )
     im, anns = compose(spec, panels)
     return im, anns, found
 
@@ -425,7 +441,9 @@ class BuiltArticle:
     figures: list[dict[str, Any]]  # figure_id, href, media, labels, boxes
 
 
-def build_article(pool: SourcePool, seed: int, info: ArticleInfo, raw_xml: bytes, version: int) -> BuiltArticle:
+def build_article(
+    pool: SourcePool, seed: int, info: ArticleInfo, raw_xml: bytes, version: int
+) -> BuiltArticle:
     xml = ingest_xml(raw_xml, info)
     media: dict[str, bytes] = {}
     figs: list[dict[str, Any]] = []
@@ -437,7 +455,9 @@ def build_article(pool: SourcePool, seed: int, info: ArticleInfo, raw_xml: bytes
                 anns: list[dict[str, Any]] = []
                 found: list[str] = []
             else:
-                im, anns, found = render_figure(pool, seed, f"{info.pmcid}.{version}/{strip_ext(href)}", fig.caption)
+                im, anns, found = render_figure(
+                    pool, seed, f"{info.pmcid}.{version}/{strip_ext(href)}", fig.caption
+                )
             media[name] = jpeg_bytes(im)
             figs.append(
                 {
@@ -449,7 +469,16 @@ def build_article(pool: SourcePool, seed: int, info: ArticleInfo, raw_xml: bytes
                     "width": im.width,
                     "height": im.height,
                     "caption_panel_labels": found,
-                    "panels": [{"bbox": a["bbox"], "label": a["label"], "label_bbox": a["label_bbox"], "modality": a["modality"], "source_id": a["source_id"]} for a in anns],
+                    "panels": [
+                        {
+                            "bbox": a["bbox"],
+                            "label": a["label"],
+                            "label_bbox": a["label_bbox"],
+                            "modality": a["modality"],
+                            "source_id": a["source_id"],
+                        }
+                        for a in anns
+                    ],
                 }
             )
     return BuiltArticle(info, version, xml, media, figs)
@@ -487,7 +516,11 @@ def write_cloud(tree: Tree, built: Sequence[tuple[int, BuiltArticle]]) -> None:
         prefix = f"{b.info.pmcid}.{b.version}"
         text = plain_text(b.xml)
         meta_bytes = _json_bytes(cloud_metadata(b, text))
-        objs = {f"{prefix}/{prefix}.xml": b.xml, f"{prefix}/{prefix}.txt": text, f"{prefix}/{prefix}.json": meta_bytes}
+        objs = {
+            f"{prefix}/{prefix}.xml": b.xml,
+            f"{prefix}/{prefix}.txt": text,
+            f"{prefix}/{prefix}.json": meta_bytes,
+        }
         objs.update({f"{prefix}/{n}": d for n, d in b.media.items()})
         objs[f"metadata/{prefix}.json"] = meta_bytes
         for key, data in objs.items():
@@ -521,7 +554,10 @@ def write_cloud(tree: Tree, built: Sequence[tuple[int, BuiltArticle]]) -> None:
     mbytes = _json_bytes(manifest)
     tree.put(data_key, gz)
     tree.put(f"inventory-reports/{BUCKET}/metadata/{INVENTORY_DATE}/manifest.json", mbytes)
-    tree.put(f"inventory-reports/{BUCKET}/metadata/{INVENTORY_DATE}/manifest.checksum", (md5_hex(mbytes) + "\n").encode())
+    tree.put(
+        f"inventory-reports/{BUCKET}/metadata/{INVENTORY_DATE}/manifest.checksum",
+        (md5_hex(mbytes) + "\n").encode(),
+    )
 
 
 def _uuid_from(data: bytes) -> str:
@@ -566,15 +602,28 @@ def package_path(pmcid: str) -> str:
 def write_ftp(tree: Tree, built: Sequence[tuple[int, BuiltArticle]]) -> None:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["File", "Article Citation", "Accession ID", "Last Updated (YYYY-MM-DD HH:MM:SS)", "PMID", "License"])
+    w.writerow(
+        ["File", "Article Citation", "Accession ID", "Last Updated (YYYY-MM-DD HH:MM:SS)", "PMID", "License"]
+    )
     for k, b in sorted(built, key=lambda kb: int(kb[1].info.pmcid[3:])):
         path = package_path(b.info.pmcid)
         tree.put(path, package_tar(b, Path(b.info.source_name).stem + ".nxml"))
-        w.writerow([path, b.info.citation, b.info.pmcid, _last_updated(k, b.version), b.info.pmid or "", b.info.license_code])
+        w.writerow(
+            [
+                path,
+                b.info.citation,
+                b.info.pmcid,
+                _last_updated(k, b.version),
+                b.info.pmid or "",
+                b.info.license_code,
+            ]
+        )
     tree.put("oa_file_list.csv", buf.getvalue().encode("utf-8"))
 
 
-def build(src_dir: Path, out_dir: Path, *, seed: int = DEFAULT_SEED, pool: SourcePool | None = None) -> dict[str, Any]:
+def build(
+    src_dir: Path, out_dir: Path, *, seed: int = DEFAULT_SEED, pool: SourcePool | None = None
+) -> dict[str, Any]:
     """Build the corpus into ``out_dir`` (replaced atomically); returns a summary."""
     pool = pool or builtin_pool(max_side=LONG_SIDE)
     arts = load_articles(src_dir)
@@ -614,17 +663,21 @@ def build(src_dir: Path, out_dir: Path, *, seed: int = DEFAULT_SEED, pool: Sourc
         "source_rejections": pool.rejection_rows(),
     }
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    tmp = temp_sibling(out_dir, directory=True)
     try:
         cloud.write(tmp / "pmc-cloud")
         ftp.write(tmp / "pmc-ftp")
         (tmp / "figures.jsonl").write_bytes(
-            "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in figures_index).encode("utf-8")
+            "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in figures_index).encode(
+                "utf-8"
+            )
         )
         (tmp / "build.json").write_bytes(_json_bytes(summary))
         if out_dir.exists():
             if not (out_dir / "build.json").exists() and any(out_dir.iterdir()):
-                raise FileExistsError(f"{out_dir} exists and is not a demo corpus (no build.json); not replacing it")
+                raise FileExistsError(
+                    f"{out_dir} exists and is not a demo corpus (no build.json); not replacing it"
+                )
             shutil.rmtree(out_dir)
         tmp.rename(out_dir)
     except BaseException:
@@ -649,7 +702,11 @@ def cli(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="demo/corpus", help="output directory (replaced)")
     ap.add_argument("--sources", default="demo/sources/jats", help="directory of article XML files")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    ap.add_argument("--import-from", default=None, help="first copy *.xml/*.nxml + README.md from this directory into --sources")
+    ap.add_argument(
+        "--import-from",
+        default=None,
+        help="first copy *.xml/*.nxml + README.md from this directory into --sources",
+    )
     args = ap.parse_args(list(argv) if argv is not None else None)
     src = Path(args.sources)
     if args.import_from:
