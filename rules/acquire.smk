@@ -42,7 +42,9 @@ rule acquire_chunk:
         cache=f"{RESOURCES}/pmc",
         code=code_version("pmc"),
     log:
-        f"{LOGS}/acquire/{{chunk}}.log",
+        log=f"{LOGS}/acquire/{{chunk}}.log",
+        # requests, bytes, retries, resumed/cached files of this run (not content: not an output)
+        transfer=f"{LOGS}/acquire/{{chunk}}.transfer.json",
     threads: 1
     resources:
         mem_mb=2000,

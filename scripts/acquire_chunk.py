@@ -3,7 +3,7 @@ from pathlib import Path
 
 from pmcflow.workflow import log_to_file
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+log_to_file(snakemake.log.log)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.pmc.stage import acquire_chunk  # noqa: E402
 
@@ -14,4 +14,5 @@ acquire_chunk(
     sm.input.listing,
     str(Path(sm.output.articles).parent),
     sm.params.cache,
+    transfer_path=sm.log.transfer,
 )

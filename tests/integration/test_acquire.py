@@ -83,15 +83,40 @@ def build_cloud(root: Path) -> dict[str, dict[str, bytes]]:
     """Write the bucket; return uid -> {name: bytes} of the files each kept article must have."""
     files: dict[str, dict[str, bytes]] = {}
     a1 = CloudArticle(2775662, 1, XML_A, {"f1.png": PNG}, citation=CIT)
-    a2 = CloudArticle(2775662, 2, XML_A, {"f1.png": PNG, "f2.jpg": JPG, "f3.png": NOISE}, citation=CIT,
-                      pmid="19956770", doi="10.1155/2008/789026")
+    a2 = CloudArticle(
+        2775662,
+        2,
+        XML_A,
+        {"f1.png": PNG, "f2.jpg": JPG, "f3.png": NOISE},
+        citation=CIT,
+        pmid="19956770",
+        doi="10.1155/2008/789026",
+    )
     write_cloud_article(root, a1)
     write_cloud_article(root, a2)
     files[a2.uid] = {"PMC2775662.2.xml": XML_A, **a2.media}
-    write_cloud_article(root, CloudArticle(3339583, 1, XML_B, {"f1.png": PNG}, license_code="CC BY-NC",
-                                           citation="3 Biotech. 2012 Mar; 2(1):1-10"))
-    write_cloud_article(root, CloudArticle(2599765, 1, XML_C, {"g1.jpg": JPG}, is_retracted="yes",
-                                           citation="Environ Health Perspect. 2008 Dec; 116(12):1694"))
+    write_cloud_article(
+        root,
+        CloudArticle(
+            3339583,
+            1,
+            XML_B,
+            {"f1.png": PNG},
+            license_code="CC BY-NC",
+            citation="3 Biotech. 2012 Mar; 2(1):1-10",
+        ),
+    )
+    write_cloud_article(
+        root,
+        CloudArticle(
+            2599765,
+            1,
+            XML_C,
+            {"g1.jpg": JPG},
+            is_retracted="yes",
+            citation="Environ Health Perspect. 2008 Dec; 116(12):1694",
+        ),
+    )
     write_cloud_article(root, CloudArticle(100001, 1, XML_B, {}, is_retracted=True, citation=CIT))
     bad = CloudArticle(100002, 1, XML_B, {}, citation=CIT)
     write_cloud_article(root, bad, metadata=b'{"pmcid": "PMC100002", "version": 1, "xml_url": ')
@@ -101,8 +126,14 @@ def build_cloud(root: Path) -> dict[str, dict[str, bytes]]:
     write_cloud_article(root, noxml)
     (root / noxml.uid / f"{noxml.uid}.xml").unlink()
     # Kept with media problems: one missing, one not an image, one supplementary PDF (skipped).
-    mm = CloudArticle(100005, 1, XML_C, {"ok.png": PNG, "gone.jpg": JPG, "fake.jpg": b"%PDF-1.4 not an image",
-                                         "supp.pdf": b"%PDF-1.4"}, citation=CIT, license_code="CC0")
+    mm = CloudArticle(
+        100005,
+        1,
+        XML_C,
+        {"ok.png": PNG, "gone.jpg": JPG, "fake.jpg": b"%PDF-1.4 not an image", "supp.pdf": b"%PDF-1.4"},
+        citation=CIT,
+        license_code="CC0",
+    )
     write_cloud_article(root, mm)
     (root / mm.uid / "gone.jpg").unlink()
     files[mm.uid] = {f"{mm.uid}.xml": XML_C, "ok.png": PNG}
@@ -116,9 +147,11 @@ def build_cloud(root: Path) -> dict[str, dict[str, bytes]]:
     (root / "metadata" / f"{gone.uid}.json").unlink()
     # 100008 must still be listed: inventory/list-objects see metadata keys, so keep a stale inventory
     # entry and name it explicitly in the pmcids list.
-    write_inventory(root, keys=sorted(
-        p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()
-    ) + ["metadata/PMC100008.1.json"])
+    write_inventory(
+        root,
+        keys=sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+        + ["metadata/PMC100008.1.json"],
+    )
     return files
 
 
@@ -126,22 +159,37 @@ def cfg_for(overrides: dict[str, Any]) -> dict[str, Any]:
     base = {
         "chunking": {"pmcid_span": SPAN},
         "select": {"licenses": ["CC0", "CC BY"], "include_retracted": False, "date_from": "2000"},
-        "http": {"rate_limit_per_s": 1000, "backoff_s": 0.001, "backoff_max_s": 0.01, "retries": 4,
-                 "timeout_s": 10},
+        "http": {
+            "rate_limit_per_s": 1000,
+            "backoff_s": 0.001,
+            "backoff_max_s": 0.01,
+            "retries": 4,
+            "timeout_s": 10,
+        },
     }
     from pmcflow.config import deep_merge
 
     return load_config(overrides=deep_merge(base, overrides))
 
 
-def run_all(cfg: dict[str, Any], out: Path, cache: Path) -> tuple[dict, list[dict], list[dict], list[dict], list[dict]]:
+def run_all(
+    cfg: dict[str, Any], out: Path, cache: Path
+) -> tuple[dict, list[dict], list[dict], list[dict], list[dict]]:
     """list + acquire every chunk; returns (list counts, listing, acquired, rejections, media rejections)."""
     lc = stage.list_articles(cfg, str(out / "list"))
     listing = pq.read_table(out / "list" / "listing.parquet").to_pylist()
     chunks = json.loads((out / "list" / "chunks.json").read_text())["chunks"]
     acquired, rej, media_rej = [], pq.read_table(out / "list" / "rejections.parquet").to_pylist(), []
     for ch in chunks:
-        c = stage.acquire_chunk(cfg, ch, str(out / "list" / "listing.parquet"), str(out / ch), str(cache))
+        c = stage.acquire_chunk(
+            cfg,
+            ch,
+            str(out / "list" / "listing.parquet"),
+            str(out / ch),
+            str(cache),
+            transfer_path=out / ch / "transfer.json",
+        )
+        assert not any(k.startswith("http.") for k in c.get("extra", {}))  # transfer stats: not content
         assert c["in"] == chunks[ch]["n"] == c["kept"] + sum(c["rejected"].values())
         assert read_counts(out / ch / "counts.json") == c
         acquired += pq.read_table(out / ch / "articles.parquet").to_pylist()
@@ -190,8 +238,14 @@ def test_cloud_three_listing_modes(cloud_root, tmp_path, monkeypatch, listing):
     root, files = cloud_root
     monkeypatch.chdir(tmp_path)
     with MockPMCServer(root) as srv:
-        cfg = cfg_for({"source": {"backend": "cloud", "cloud": {"base_url": srv.url, "listing": listing,
-                                                                  "pmcids": PMCIDS}}})
+        cfg = cfg_for(
+            {
+                "source": {
+                    "backend": "cloud",
+                    "cloud": {"base_url": srv.url, "listing": listing, "pmcids": PMCIDS},
+                }
+            }
+        )
         lc, listing_rows, acquired, rej, media_rej = run_all(cfg, Path("out"), Path("cache"))
     expect = dict(EXPECT_CLOUD)
     if listing == "list-objects":  # no metadata key -> not enumerated at all
@@ -201,17 +255,24 @@ def test_cloud_three_listing_modes(cloud_root, tmp_path, monkeypatch, listing):
         assert got.pop("PMC999") == "unknown_pmcid"
     assert got == expect
     assert [r["article_uid"] for r in listing_rows] == sorted(
-        (r["article_uid"] for r in listing_rows), key=lambda u: tuple(map(int, u[3:].split("."))))
+        (r["article_uid"] for r in listing_rows), key=lambda u: tuple(map(int, u[3:].split(".")))
+    )
     assert lc["rejected"]["older_version"] == 1
     assert_files_verified(acquired, files)
     assert sorted((r["item_id"], r["reason"]) for r in media_rej) == [
-        ("PMC100005.1/fake.jpg", "media_not_image"), ("PMC100005.1/gone.jpg", "media_missing")]
+        ("PMC100005.1/fake.jpg", "media_not_image"),
+        ("PMC100005.1/gone.jpg", "media_missing"),
+    ]
     assert not list(Path("cache").rglob("*.part"))
     assert not Path("cache/cloud/PMC100005.1/fake.jpg").exists()
     kept = {r["article_uid"]: r for r in acquired}
     a = kept["PMC2775662.2"]
     assert (a["pmid"], a["doi"], a["license_code"], a["is_retracted"]) == (
-        "19956770", "10.1155/2008/789026", "CC BY", False)
+        "19956770",
+        "10.1155/2008/789026",
+        "CC BY",
+        False,
+    )
     assert json.loads(a["metadata_json"])["pmcid"] == "PMC2775662"
     assert a["xml_path"] == "cache/cloud/PMC2775662.2/PMC2775662.2.xml"
     assert a["source_url"].startswith(srv.url)
@@ -235,7 +296,9 @@ def test_cloud_every_fault_type_and_rerun_resumes(cloud_root, tmp_path, monkeypa
         Fault("status", "?list-type=2*", count=1, status=503),
     ]
     with MockPMCServer(root, faults) as srv:
-        cfg = cfg_for({"source": {"backend": "cloud", "cloud": {"base_url": srv.url, "listing": "list-objects"}}})
+        cfg = cfg_for(
+            {"source": {"backend": "cloud", "cloud": {"base_url": srv.url, "listing": "list-objects"}}}
+        )
         _, _, acquired, rej, _ = run_all(cfg, Path("out"), Path("cache"))
         log = srv.log
         assert [(f.kind, f.pattern) for f in srv.faults if f.fired != f.count] == []
@@ -249,18 +312,26 @@ def test_cloud_every_fault_type_and_rerun_resumes(cloud_root, tmp_path, monkeypa
         assert f3 == [(None, 200), ("bytes=20000-", 200)]  # Range ignored -> full restart
         f2 = [r.fault for r in log if r.target == "PMC2775662.2/f2.jpg"]
         assert f2 == ["corrupt", None]  # wrong bytes deleted and fetched again
-        counts = read_counts(Path("out/c000002/counts.json"))
-        assert counts["extra"]["http.resumed"] == 1 and counts["extra"]["http.checksum_failures"] == 1
-        assert counts["extra"]["http.range_ignored"] == 1
+        transfer = json.loads(Path("out/c000002/transfer.json").read_text())
+        assert transfer["http.resumed"] == 1 and transfer["http.checksum_failures"] == 1
+        assert transfer["http.range_ignored"] == 1
 
         # Rerun: every verified file is reused (no request); metadata and failures are re-checked.
         first = {ch: pq.read_table(f"out/{ch}/articles.parquet") for ch in ("c000000", "c000002")}
         srv.clear()
         for ch in first:
-            c = stage.acquire_chunk(cfg, ch, "out/list/listing.parquet", f"out2/{ch}", "cache")
+            c = stage.acquire_chunk(
+                cfg,
+                ch,
+                "out/list/listing.parquet",
+                f"out2/{ch}",
+                "cache",
+                transfer_path=f"out2/{ch}.transfer.json",
+            )
+            t = json.loads(Path(f"out2/{ch}.transfer.json").read_text())
             # Only the file refused as not-an-image (deleted, so fetched again to re-check) moves.
-            assert c["extra"]["http.files_downloaded"] == c["extra"].get("media_rejected.media_not_image", 0)
-            assert c["extra"]["http.files_cached"] > 0
+            assert t["http.files_downloaded"] == c["extra"].get("media_rejected.media_not_image", 0)
+            assert t["http.files_cached"] > 0
             assert pq.read_table(f"out2/{ch}/articles.parquet").equals(first[ch])
         kept_files = {f"{uid}/{name}" for uid, names in files.items() for name in names}
         assert not kept_files & {r.target for r in srv.log}
@@ -275,10 +346,18 @@ def test_crash_mid_download_resumes_from_part_file(cloud_root, tmp_path, monkeyp
     part.parent.mkdir(parents=True)
     part.write_bytes(NOISE[:15000])
     with MockPMCServer(root) as srv:
-        cfg = cfg_for({"source": {"backend": "cloud", "cloud": {"base_url": srv.url, "listing": "pmcids",
-                                                                  "pmcids": ["PMC2775662"]}}})
+        cfg = cfg_for(
+            {
+                "source": {
+                    "backend": "cloud",
+                    "cloud": {"base_url": srv.url, "listing": "pmcids", "pmcids": ["PMC2775662"]},
+                }
+            }
+        )
         _, _, acquired, _, _ = run_all(cfg, Path("out"), Path("cache"))
-        assert [(r.range, r.status) for r in srv.log if r.target.endswith("f3.png")] == [("bytes=15000-", 206)]
+        assert [(r.range, r.status) for r in srv.log if r.target.endswith("f3.png")] == [
+            ("bytes=15000-", 206)
+        ]
     assert_files_verified(acquired, files)
 
 
@@ -288,9 +367,19 @@ def test_rate_limit_respected(cloud_root, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rate = 40.0
     with MockPMCServer(root) as srv:
-        cfg = cfg_for({"source": {"backend": "cloud", "cloud": {"base_url": srv.url, "listing": "pmcids",
-                                                                  "pmcids": ["PMC2775662", "PMC100005"]}},
-                       "http": {"rate_limit_per_s": rate}})
+        cfg = cfg_for(
+            {
+                "source": {
+                    "backend": "cloud",
+                    "cloud": {
+                        "base_url": srv.url,
+                        "listing": "pmcids",
+                        "pmcids": ["PMC2775662", "PMC100005"],
+                    },
+                },
+                "http": {"rate_limit_per_s": rate},
+            }
+        )
         run_all(cfg, Path("out"), Path("cache"))
         t = sorted(r.t for r in srv.log)
     assert len(t) >= 12
@@ -305,9 +394,16 @@ def test_rate_limit_respected(cloud_root, tmp_path, monkeypatch):
 def test_selection_max_articles_and_versions_all(cloud_root, tmp_path, monkeypatch):
     root, _ = cloud_root
     monkeypatch.chdir(tmp_path)
-    cfg = cfg_for({"source": {"backend": "local", "local": {"root": str(root), "layout": "cloud"},
-                              "cloud": {"listing": "list-objects", "versions": "all"}},
-                   "select": {"max_articles": 3}})
+    cfg = cfg_for(
+        {
+            "source": {
+                "backend": "local",
+                "local": {"root": str(root), "layout": "cloud"},
+                "cloud": {"listing": "list-objects", "versions": "all"},
+            },
+            "select": {"max_articles": 3},
+        }
+    )
     lc = stage.list_articles(cfg, "out")
     rows = pq.read_table("out/listing.parquet").to_pylist()
     assert [r["article_uid"] for r in rows] == ["PMC100001.1", "PMC100002.1", "PMC100003.1"]
@@ -322,8 +418,15 @@ def test_local_cloud_mirror(cloud_root, tmp_path, monkeypatch, as_url):
     root, files = cloud_root
     monkeypatch.chdir(tmp_path)
     loc = root.resolve().as_uri() if as_url else str(root)
-    cfg = cfg_for({"source": {"backend": "local", "local": {"root": loc, "layout": "cloud"},
-                              "cloud": {"listing": "inventory"}}})
+    cfg = cfg_for(
+        {
+            "source": {
+                "backend": "local",
+                "local": {"root": loc, "layout": "cloud"},
+                "cloud": {"listing": "inventory"},
+            }
+        }
+    )
     _, listing, acquired, rej, media_rej = run_all(cfg, Path("out"), Path("cache"))
     assert {r["source"] for r in listing} == {"local"}
     assert outcomes(acquired, rej) == EXPECT_CLOUD
@@ -348,7 +451,9 @@ EXPECT_FTP = {
 def build_ftp(root: Path, txt: bool = False) -> dict[str, dict[str, bytes]]:
     files: dict[str, dict[str, bytes]] = {}
     rows = []
-    p = write_package(root, 2775662, {"PMC2775662.nxml": XML_A, "f1.jpg": JPG, "f2.png": NOISE, "supp.docx": b"d"})
+    p = write_package(
+        root, 2775662, {"PMC2775662.nxml": XML_A, "f1.jpg": JPG, "f2.png": NOISE, "supp.docx": b"d"}
+    )
     files["PMC2775662.1"] = {"PMC2775662.nxml": XML_A, "f1.jpg": JPG, "f2.png": NOISE}
     rows.append(LegacyRow(p, CIT, 2775662, pmid="19956770", retracted=None if txt else "no"))
     p = write_package(root, 3339583, {"PMC3339583.nxml": XML_B})
@@ -392,19 +497,25 @@ def _link(name: str) -> tarfile.TarInfo:
 
 
 @pytest.mark.network
-@pytest.mark.parametrize(("file_list", "base_suffix"), [
-    ("oa_file_list.csv", "/pub/pmc/deprecated"),
-    ("oa_file_list.txt", "/pub/pmc"),  # base without deprecated/: 404 fallback finds the moved tree
-])
+@pytest.mark.parametrize(
+    ("file_list", "base_suffix"),
+    [
+        ("oa_file_list.csv", "/pub/pmc/deprecated"),
+        ("oa_file_list.txt", "/pub/pmc"),  # base without deprecated/: 404 fallback finds the moved tree
+    ],
+)
 def test_ftp_packages_over_http(tmp_path, monkeypatch, file_list, base_suffix):
     site = tmp_path / "site"
     files = build_ftp(site / "pub/pmc/deprecated", txt=file_list.endswith(".txt"))
     monkeypatch.chdir(tmp_path)
-    faults = [Fault("drop", "pub/pmc/deprecated/*PMC2775662.tar.gz", count=1, after_bytes=30_000),
-              Fault("status", "*oa_file_list*", count=1, status=503)]
+    faults = [
+        Fault("drop", "pub/pmc/deprecated/*PMC2775662.tar.gz", count=1, after_bytes=30_000),
+        Fault("status", "*oa_file_list*", count=1, status=503),
+    ]
     with MockPMCServer(site, faults) as srv:
-        cfg = cfg_for({"source": {"backend": "ftp", "ftp": {"base_url": srv.url + base_suffix,
-                                                              "file_list": file_list}}})
+        cfg = cfg_for(
+            {"source": {"backend": "ftp", "ftp": {"base_url": srv.url + base_suffix, "file_list": file_list}}}
+        )
         lc, listing, acquired, rej, media_rej = run_all(cfg, Path("out"), Path("cache"))
         pkg = [(r.range, r.status) for r in srv.log if r.target.endswith("PMC2775662.tar.gz")]
         assert pkg[-2:] == [(None, 200), ("bytes=30000-", 206)]
@@ -414,8 +525,11 @@ def test_ftp_packages_over_http(tmp_path, monkeypatch, file_list, base_suffix):
     assert outcomes(acquired, rej) == expect
     assert_files_verified(acquired, files)
     assert {r["source"] for r in listing} == {"ftp"}
-    assert lc["rejected"] == {"license_not_selected": 1, "out_of_date_range": 1,
-                              **({"retracted": 1} if file_list.endswith(".csv") else {})}
+    assert lc["rejected"] == {
+        "license_not_selected": 1,
+        "out_of_date_range": 1,
+        **({"retracted": 1} if file_list.endswith(".csv") else {}),
+    }
     reasons = sorted((r["item_id"], r["reason"]) for r in media_rej)
     assert reasons == [
         ("PMC2599765.1//tmp/abs.png", "unsafe_member"),
@@ -442,11 +556,14 @@ def test_ftp_local_mirror_and_rerun_uses_extracted_files(tmp_path, monkeypatch):
     _, _, acquired, rej, media_rej = run_all(cfg, Path("out"), Path("cache"))
     assert outcomes(acquired, rej) == EXPECT_FTP
     assert_files_verified(acquired, files)
-    again = stage.acquire_chunk(cfg, "c000002", "out/list/listing.parquet", "out2", "cache")
-    assert again["extra"]["packages_cached"] == 2 and again["extra"]["http.files_downloaded"] == 0
+    stage.acquire_chunk(cfg, "c000002", "out/list/listing.parquet", "out2", "cache", transfer_path="t.json")
+    t = json.loads(Path("t.json").read_text())
+    assert t["packages_cached"] == 2 and t["http.files_downloaded"] == 0
+    assert Path("out2/counts.json").read_bytes() == Path("out/c000002/counts.json").read_bytes()
     assert pq.read_table("out2/articles.parquet").equals(pq.read_table("out/c000002/articles.parquet"))
     assert pq.read_table("out2/media_rejections.parquet").equals(
-        pq.read_table("out/c000002/media_rejections.parquet"))
+        pq.read_table("out/c000002/media_rejections.parquet")
+    )
 
 
 def test_cli_roundtrip(cloud_root, tmp_path, monkeypatch, capsys):
@@ -454,11 +571,34 @@ def test_cli_roundtrip(cloud_root, tmp_path, monkeypatch, capsys):
 
     root, _ = cloud_root
     monkeypatch.chdir(tmp_path)
-    sets = ["--set", "source.backend=local", "--set", f"source.local.root={root}",
-            "--set", "source.cloud.listing=list-objects", "--set", f"chunking.pmcid_span={SPAN}"]
+    sets = [
+        "--set",
+        "source.backend=local",
+        "--set",
+        f"source.local.root={root}",
+        "--set",
+        "source.cloud.listing=list-objects",
+        "--set",
+        f"chunking.pmcid_span={SPAN}",
+    ]
     assert main(["list-articles", *sets, "--out", "out/list"]) == 0
-    assert main(["acquire-chunk", *sets, "--chunk", "c000002", "--listing", "out/list/listing.parquet",
-                 "--out", "out/c000002", "--cache", "cache"]) == 0
+    assert (
+        main(
+            [
+                "acquire-chunk",
+                *sets,
+                "--chunk",
+                "c000002",
+                "--listing",
+                "out/list/listing.parquet",
+                "--out",
+                "out/c000002",
+                "--cache",
+                "cache",
+            ]
+        )
+        == 0
+    )
     counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert counts["chunk"] == "c000002" and counts["in"] == 2 and counts["kept"] == 1
     assert counts["rejected"] == {"retracted": 1}

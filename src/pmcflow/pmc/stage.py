@@ -11,6 +11,11 @@ reject their article: the article is kept with the media it could get, and each 
 ``media_rejections.parquet`` (REJECTIONS schema, stage ``acquire.media``) and counted under
 ``extra`` in ``counts.json``; ``rejections.parquet`` holds article-level rows only, so it reconciles
 with the article counts.
+
+``counts.json`` holds what was acquired, so it is the same bytes however the files got there.  How
+they got there (requests, bytes, retries, resumed or cached files) differs between a clean run and a
+resumed one; ``acquire_chunk`` writes it separately, to ``transfer_path`` (the rule puts it beside its
+log).
 """
 
 from __future__ import annotations
@@ -94,9 +99,7 @@ def _fetch_legacy(backend: Backend, key: str, fn: Any) -> tuple[str, Any]:
 
 
 # --------------------------------------------------------------------------------- listing
-def _listing_row(
-    ref: cloud.ArticleRef, source: str, span: int, **known: Any
-) -> dict[str, Any]:
+def _listing_row(ref: cloud.ArticleRef, source: str, span: int, **known: Any) -> dict[str, Any]:
     return {
         "article_uid": ref.uid,
         "pmcid": ref.pmcid,
@@ -125,9 +128,9 @@ def _sorted_rejections(rej: Rejections) -> Rejections:
     return rej
 
 
-def _enumerate_cloud(cfg: Mapping[str, Any], backend: Backend, out_dir: Path, rej: Rejections) -> tuple[
-    list[cloud.ArticleRef], dict[str, Any]
-]:
+def _enumerate_cloud(
+    cfg: Mapping[str, Any], backend: Backend, out_dir: Path, rej: Rejections
+) -> tuple[list[cloud.ArticleRef], dict[str, Any]]:
     c = cfg["source"]["cloud"]
     mode = c["listing"]
     info: dict[str, Any] = {"listing_mode": mode}
@@ -173,7 +176,9 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
                     continue
                 seen.add((r.pmcid_num, r.version))
                 if not keep_all and r.version != newest[r.pmcid_num]:
-                    rej.add(r.uid, "older_version", f"newer version {newest[r.pmcid_num]} listed", pmcid=r.pmcid)
+                    rej.add(
+                        r.uid, "older_version", f"newer version {newest[r.pmcid_num]} listed", pmcid=r.pmcid
+                    )
                     continue
                 candidates.append(_listing_row(r, backend.source, span))
         else:
@@ -224,7 +229,9 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
     candidates.sort(key=lambda r: (r["pmcid_num"], r["version"]))
     if sel.max_articles and len(candidates) > sel.max_articles:
         for r in candidates[sel.max_articles :]:
-            rej.add(r["article_uid"], "over_max_articles", f"select.max_articles={sel.max_articles}", r["pmcid"])
+            rej.add(
+                r["article_uid"], "over_max_articles", f"select.max_articles={sel.max_articles}", r["pmcid"]
+            )
         candidates = candidates[: sel.max_articles]
     write_table(candidates, S.LISTING, out / "listing.parquet")
     _sorted_rejections(rej).write(out / "rejections.parquet")
@@ -233,8 +240,13 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
     info["n_chunks"] = len(chunks)
     counts = counts_record(LIST_STAGE, n_in, len(candidates), rej.by_reason(), extra=info)
     write_counts(out / "counts.json", counts)
-    log.info("listed %d article versions: %d kept in %d chunks, %d rejected", n_in, len(candidates),
-             len(chunks), len(rej))
+    log.info(
+        "listed %d article versions: %d kept in %d chunks, %d rejected",
+        n_in,
+        len(candidates),
+        len(chunks),
+        len(rej),
+    )
     return counts
 
 
@@ -291,7 +303,9 @@ def _acquire_cloud(ctx: ChunkContext, row: Mapping[str, Any]) -> dict[str, Any]:
         raise Rejected(e.reason, e.detail) from e
     if md.pmcid != pmcid or md.version != int(row["version"]):
         raise Rejected("metadata_mismatch", f"metadata names {md.pmcid}.{md.version}")
-    verdict = ctx.select.check(license_code=md.license_code, is_retracted=md.is_retracted, citation=md.citation)
+    verdict = ctx.select.check(
+        license_code=md.license_code, is_retracted=md.is_retracted, citation=md.citation
+    )
     if verdict:
         raise Rejected(*verdict)
     art_dir = ctx.cache / uid
@@ -352,8 +366,10 @@ def _package_manifest_ok(art_dir: Path, key: str) -> dict[str, Any] | None:
     if man.get("package") != key:
         return None
     for f in man.get("files", []):
-        ok, _, _ = (False, "", "") if not (art_dir / f["name"]).is_file() else verify_file(
-            art_dir / f["name"], f["md5"], f["size"]
+        ok, _, _ = (
+            (False, "", "")
+            if not (art_dir / f["name"]).is_file()
+            else verify_file(art_dir / f["name"], f["md5"], f["size"])
         )
         if not ok:
             return None
@@ -473,6 +489,10 @@ def read_chunk_rows(listing_path: str, chunk: str) -> list[dict[str, Any]]:
     return rows
 
 
+# media_counts keys that describe this run's transfers, not the chunk's content
+TRANSFER_COUNTERS = ("packages_cached",)
+
+
 def acquire_chunk(
     cfg: dict,
     chunk: str,
@@ -481,8 +501,13 @@ def acquire_chunk(
     cache_dir: str,
     *,
     transport: Transport | None = None,
+    transfer_path: str | os.PathLike[str] | None = None,
 ) -> dict:
-    """Download and verify one chunk's articles; write articles/rejections/media_rejections/counts."""
+    """Download and verify one chunk's articles; write articles/rejections/media_rejections/counts.
+
+    Transfer statistics of this run (``http.*``, ``packages_cached``) go to ``transfer_path`` when
+    given, never into ``counts.json``.
+    """
     if not CHUNK_RE.match(chunk):
         raise ValueError(f"bad chunk id {chunk!r}")
     out = Path(out_dir)
@@ -517,15 +542,26 @@ def acquire_chunk(
     write_table(kept, S.ACQUIRED, out / "articles.parquet")
     _sorted_rejections(rej).write(out / "rejections.parquet")
     _sorted_rejections(ctx.media_rej).write(out / "media_rejections.parquet")
-    extra: dict[str, Any] = {k: int(v) for k, v in sorted(ctx.media_counts.items())}
+    extra: dict[str, Any] = {
+        k: int(v) for k, v in sorted(ctx.media_counts.items()) if k not in TRANSFER_COUNTERS
+    }
     for reason, n in sorted(ctx.media_rej.by_reason().items()):
         extra[f"media_rejected.{reason}"] = n
-    stats = backend.transport.stats.as_dict()
-    extra.update({f"http.{k}": v for k, v in sorted(stats.items())})
     counts = counts_record(ACQUIRE_STAGE, len(rows), len(kept), rej.by_reason(), chunk=chunk, extra=extra)
     write_counts(out / "counts.json", counts)
-    log.info("%s: %d in, %d kept, %d rejected, %d media failures", chunk, len(rows), len(kept), len(rej),
-             len(ctx.media_rej))
+    transfer: dict[str, Any] = {f"http.{k}": v for k, v in sorted(backend.transport.stats.as_dict().items())}
+    transfer.update({k: int(ctx.media_counts.get(k, 0)) for k in TRANSFER_COUNTERS})
+    log.info("%s transfer: %s", chunk, json.dumps(transfer, sort_keys=True))
+    if transfer_path is not None:
+        write_json(transfer_path, {"chunk": chunk, "source": backend.source, **transfer})
+    log.info(
+        "%s: %d in, %d kept, %d rejected, %d media failures",
+        chunk,
+        len(rows),
+        len(kept),
+        len(rej),
+        len(ctx.media_rej),
+    )
     return counts
 
 
@@ -566,8 +602,16 @@ def cli_acquire(argv: Sequence[str]) -> int:
     p.add_argument("--listing", required=True, help="listing.parquet written by list-articles.")
     p.add_argument("--out", required=True, help="Output directory for this chunk's tables.")
     p.add_argument("--cache", required=True, help="Download cache directory (e.g. resources/pmc).")
+    p.add_argument("--transfer-stats", metavar="JSON", help="Write this run's transfer statistics here.")
     args = p.parse_args(list(argv))
     _setup_logging()
-    counts = acquire_chunk(config_from_args(args), args.chunk, args.listing, args.out, args.cache)
+    counts = acquire_chunk(
+        config_from_args(args),
+        args.chunk,
+        args.listing,
+        args.out,
+        args.cache,
+        transfer_path=args.transfer_stats,
+    )
     print(json.dumps(counts, sort_keys=True))
     return 0
