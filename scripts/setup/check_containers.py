@@ -49,6 +49,9 @@ SNAPSHOT_RE = re.compile(r"^https?://snapshot\.debian\.org/archive/debian/(\d{8}
 DIGEST_RE = re.compile(r"@sha256:[0-9a-f]{64}$")
 PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)(\[[^\]]*\])?==([A-Za-z0-9_.+!\-]+)$")
 FALLBACK_MIRROR = "http://deb.debian.org/debian"
+# The python3 each Debian release pinned by a debootstrap definition ships: every pin the image
+# installs must accept it (a lock resolved on a newer 3.11.x can carry Requires-Python >= 3.11.5).
+DEBIAN_PYTHON = {"bullseye": "3.9.2", "bookworm": "3.11.2", "trixie": "3.13.5"}
 
 
 def norm(name: str) -> str:
@@ -144,6 +147,31 @@ def _pip_install_args(post: str) -> list[list[str]]:
     return out
 
 
+def python_incompatible(pins: dict[str, str], python: str) -> list[str]:
+    """Pins whose Requires-Python rejects ``python``, judged from the installed distribution's
+    metadata (pins not installed at that exact version here are not judged)."""
+    from importlib import metadata
+
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    bad: list[str] = []
+    for name, ver in sorted(pins.items()):
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        if dist.version != ver:
+            continue
+        rp = dist.metadata.get("Requires-Python")
+        try:
+            ok = not rp or SpecifierSet(rp).contains(python, prereleases=True)
+        except InvalidSpecifier:
+            continue
+        if not ok:
+            bad.append(f"{name}=={ver} (Requires-Python {rp})")
+    return bad
+
+
 def check_definition(d: Definition, lock: dict[str, str], defs: dict[str, Definition]) -> list[str]:
     errs: list[str] = []
     n = d.path.name
@@ -232,6 +260,18 @@ def check_definition(d: Definition, lock: dict[str, str], defs: dict[str, Defini
         for name, ver in req_pins.items():
             if lock.get(name) not in (None, ver):
                 errs.append(f"{n}: {name}=={ver} differs from lock {lock[name]}")
+    # ---- the image's python3 can install every pin
+    if boot == "debootstrap":
+        release = d.header.get("osversion", "").lower()
+        py = DEBIAN_PYTHON.get(release)
+        if py is None:
+            errs.append(f"{n}: unknown Debian release {release!r}: add its python3 version to DEBIAN_PYTHON")
+        else:
+            bad = python_incompatible(req_pins, py)
+            if bad:
+                errs.append(
+                    f"{n}: Debian {release}'s python3 is {py}; these pins do not support it: {', '.join(bad)}"
+                )
     # ---- mmcv version vs build script
     if "build_mmcv.sh" in d.sections.get("post", ""):
         m = re.search(r"MMCV_VERSION:-([0-9.]+)", (REPO / "scripts/setup/build_mmcv.sh").read_text())
