@@ -132,7 +132,7 @@ def test_cpu_command_caps_workers_and_rejects_amp() -> None:
         cfg, model_id="m", train_urls="t", n_train=40, n_train_shards=2, val_urls=None, n_val=0,
         logs_dir="/l", name="run", seed=3,
     )  # fmt: skip
-    assert cmd[1:3] == ["-m", "open_clip_train.main"]
+    assert cmd[1:3] == ["-m", "pmcflow.encoders.launch"]
     assert cmd[cmd.index("--workers") + 1] == "2" and "--val-data" not in cmd
     assert TR.schedule(cfg, 40, 2).batches_per_epoch == 6  # ceil(40/8)=5 rounded up to 2 workers
     with pytest.raises(TR.TrainError):
@@ -199,3 +199,30 @@ def test_production_model_config_is_buildable(tmp_path: Path) -> None:
     model = open_clip.create_model(mid, pretrained=None)
     n_vis = sum(p.numel() for p in model.visual.parameters())
     assert 85e6 < n_vis < 90e6  # ViT-B/16
+
+
+def test_launch_seeds_the_webdataset_sample_shuffle(monkeypatch):
+    """pmcflow.encoders.launch makes open_clip's within-shard shuffle a function of --seed."""
+    import itertools
+
+    import webdataset as wds
+
+    from pmcflow.encoders import launch
+
+    assert launch.seed_from_argv(["--epochs", "1", "--seed", "7"]) == 7
+    assert launch.seed_from_argv(["--seed=9"]) == 9
+    assert launch.seed_from_argv(["--epochs", "1"], default=3) == 3
+    monkeypatch.setattr(wds, "shuffle", wds.shuffle)  # restored after the test
+    monkeypatch.setattr(wds.filters, "shuffle", wds.filters.shuffle)
+
+    def order(seed: int) -> list[int]:
+        launch.install(seed)
+        launch._calls = itertools.count()
+        stage = wds.shuffle(bufsize=50, initial=10)
+        return [list(stage(iter(range(200)))) for _ in range(2)]  # two epochs
+
+    first, again, other = order(1), order(1), order(2)
+    assert first == again  # same seed: same order, epoch by epoch
+    assert first[0] != first[1]  # a new order each epoch
+    assert first != other
+    assert sorted(first[0]) == list(range(200))  # a permutation: nothing dropped

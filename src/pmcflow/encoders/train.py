@@ -2,8 +2,9 @@
 
 ``train_encoder`` prepares the model directory (an open_clip ``local-dir:`` config with its tokenizer
 files), builds the ``open_clip_train.main`` command line from the ``train:`` config section and the
-shard manifest, runs it (``torchrun`` when ``n_gpus > 1``) with its output in ``train.log``, then
-parses open_clip's ``out.log`` into per-step rows (``steps.parquet``) and writes ``train.json``
+shard manifest, runs it (``torchrun`` when ``n_gpus > 1``) through :mod:`pmcflow.encoders.launch`
+(open_clip with a seeded sample shuffle, so the same seed gives the same weights) with its output
+in ``train.log``, then parses open_clip's ``out.log`` into per-step rows (``steps.parquet``) and writes ``train.json``
 with the final checkpoint path, the command, throughput and validation metrics.
 
 Two model families are shipped (``src/pmcflow/data/openclip``): tiny CPU configs for tests and the
@@ -36,6 +37,8 @@ from pmcflow.tables import write_json, write_table
 STAGE = "train_encoder"
 LOCAL_DIR = "local-dir:"
 PKG_PREFIX = "pkg:"
+# open_clip_train.main behind a reproducible sample shuffle (see pmcflow.encoders.launch)
+LAUNCH_MODULE = "pmcflow.encoders.launch"
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 DEFAULTS: dict[str, Any] = {
@@ -292,8 +295,8 @@ def build_command(
             "--standalone",
             f"--nproc_per_node={world}",
         ]
-        return [*launcher, "-m", "open_clip_train.main", *args]
-    return [sys.executable, "-m", "open_clip_train.main", *args]
+        return [*launcher, "-m", LAUNCH_MODULE, *args]
+    return [sys.executable, "-m", LAUNCH_MODULE, *args]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -305,6 +308,11 @@ _TRAIN_RE = re.compile(
     r"(?P<sps_gpu>[\d.eE+-]+)/s/gpu LR: (?P<lr>[\d.eE+-]+) Logit Scale: (?P<scale>[\d.eE+-]+) (?P<losses>.*)$"
 )
 _LOSS_RE = re.compile(r"(?P<name>[A-Za-z_]+): (?P<val>[\d.eE+-]+) \((?P<avg>[\d.eE+-]+)\)")
+
+# Wall-clock measurements: the only parts of a training run's records that differ between two runs
+# with the same shards, config and seed (the checkpoint and the losses are byte-identical on CPU).
+TIMING_COLUMNS = ("data_time_s", "batch_time_s", "samples_per_s")  # steps.parquet
+TIMING_KEYS = ("wall_s", "samples_per_s_median", "samples_per_s_end_to_end")  # train.json
 
 STEPS_SCHEMA = pa.schema(
     [
