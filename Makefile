@@ -53,7 +53,7 @@ demo: venv
 	@echo "reports: results/demo/reports/*.html (and results/demo/report.zip, Snakemake's report)"
 
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow and not slurm"

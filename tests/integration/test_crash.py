@@ -3,11 +3,15 @@
 Final outputs must be byte-identical to an uninterrupted run's, and no partial file may be taken
 as complete. Kill points are rows of KILL_POINTS (a regex on Snakemake's output that says the job
 is running, how long to wait after it, and the targets of that run): add shard/training points
-as those stages land.
+as those stages land.  The points of one target set share a workflow copy and one clean run.
+
+A training run's wall-clock fields (pmcflow.encoders.train.TIMING_COLUMNS / TIMING_KEYS) and its
+logs are the only bytes allowed to differ; the checkpoint must not.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -16,8 +20,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
+from pmcflow.encoders.train import TIMING_COLUMNS, TIMING_KEYS
 from pmcflow.hpc import workflow as wf
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -26,6 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIG = ["--configfile", "config/demo.yaml", "config/ci.yaml"]
 RES = "results/demo"
 PARSE_TARGETS = [f"{RES}/acquire/counts.json", f"{RES}/parse/counts.json"]
+TRAIN_TARGETS = [f"{RES}/encoders/tiny-clip"]
 
 # name -> (regex in the run's output once the job runs, glob (relative to the workflow copy) that
 #          must match a file too, or None; seconds to wait after both; targets)
@@ -33,22 +40,66 @@ KILL_POINTS = {
     # the first article files have landed in the download cache, the chunk is not finished
     "mid-download": (r"^(local)?rule acquire_chunk:", "resources/demo/pmc/**/*.xml", 0.0, PARSE_TARGETS),
     "mid-parse": (r"^(local)?rule parse_chunk:", None, 0.5, PARSE_TARGETS),
-}
+    # a first shard committed, the others being written (training still to come)
+    "mid-shard": (r"^(local)?rule shard:", f"{RES}/shards/*/*.tar", 0.0, TRAIN_TARGETS),
+    # open_clip is running (its log exists), no checkpoint yet
+    "mid-training": (r"^(local)?rule train_encoder:", f"{RES}/encoders/tiny-clip/openclip/run/out.log", 1.0,
+                     TRAIN_TARGETS),
+}  # fmt: skip
 # What may differ between runs: logs and Snakemake's own bookkeeping.
 SKIP = ("logs/", ".snakemake/")
+# Run records: open_clip's and our training logs (timestamps) ...
+RUN_LOGS = re.compile(r"^encoders/[^/]+/(train\.log|openclip/[^/]+/out\.log)$")
+# ... and files compared with their wall-clock fields left out.
+TIMED = {
+    re.compile(r"^encoders/[^/]+/steps\.parquet$"): lambda p: pq.read_table(p).drop(list(TIMING_COLUMNS)).to_pylist(),
+    re.compile(r"^encoders/[^/]+/train\.json$"): lambda p: {
+        k: v for k, v in json.loads(Path(p).read_text()).items() if k not in TIMING_KEYS
+    },
+}  # fmt: skip
+
+
+def _differs(rel: str, root: Path, want: object) -> bool:
+    for rx, load in TIMED.items():
+        if rx.match(rel):
+            return load(root / rel) != want
+    return True
 
 
 def _clean_run(work: Path, targets: list[str]) -> dict[str, str]:
     """Digest of results/ after an uninterrupted run in ``work``; then reset ``work`` to no outputs.
 
-    Same directory for both runs: the local-mirror backend records absolute file:// URLs.
+    Same directory for every run: the local-mirror backend records absolute file:// URLs.
     """
     proc = wf.snakemake(work, ["--cores", "2", *targets, *CONFIG], timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
-    digest = wf.tree_digest(work / RES, SKIP)
+    digest: dict[str, object] = dict(wf.tree_digest(work / RES, SKIP))
+    for rel in digest:  # keep the content of timed files, less their timings
+        for rx, load in TIMED.items():
+            if rx.match(rel):
+                digest[rel] = load(work / RES / rel)
+    _reset(work)
+    return digest
+
+
+def _reset(work: Path) -> None:
     for d in ("results", "resources", "logs", ".snakemake"):
         shutil.rmtree(work / d, ignore_errors=True)
-    return digest
+
+
+@pytest.fixture(scope="module")
+def workflow_copy(tmp_path_factory):
+    """One workflow copy for every kill point, and one clean run per target set (cached)."""
+    work = wf.copy_workflow(REPO, tmp_path_factory.mktemp("crash") / "wf")
+    clean: dict[tuple[str, ...], dict[str, object]] = {}
+
+    def expected(targets: list[str]) -> dict[str, object]:
+        key = tuple(targets)
+        if key not in clean:
+            clean[key] = _clean_run(work, targets)
+        return clean[key]
+
+    return work, expected
 
 
 def _run_and_kill(work: Path, targets: list[str], pattern: str, glob: str | None, delay: float) -> str:
@@ -84,25 +135,31 @@ def _run_and_kill(work: Path, targets: list[str], pattern: str, glob: str | None
 
 
 @pytest.mark.parametrize("point", sorted(KILL_POINTS))
-def test_sigkill_then_rerun_is_byte_identical(point, tmp_path):
+def test_sigkill_then_rerun_is_byte_identical(point, workflow_copy):
     pattern, glob, delay, targets = KILL_POINTS[point]
-    work = wf.copy_workflow(REPO, tmp_path / "wf")
-    expected = _clean_run(work, targets)
-    out = _run_and_kill(work, targets, pattern, glob, delay)
-    assert "steps (100%) done" not in out, "killed too late: the run had finished"
+    work, clean = workflow_copy
+    expected = clean(targets)
+    try:
+        out = _run_and_kill(work, targets, pattern, glob, delay)
+        assert "steps (100%) done" not in out, "killed too late: the run had finished"
 
-    # Whatever the killed run left must not pass as complete: a run that trusted a partial file
-    # would skip its job, and the final digests below would differ (or the plan would be empty).
-    wf.snakemake(work, ["--unlock", *CONFIG], timeout=120)
-    plan = wf.dry_run(work, ["--rerun-incomplete", *targets, *CONFIG])
-    assert plan, "after a kill mid-run, Snakemake must have work left"
-    proc = wf.snakemake(work, ["--cores", "2", "--rerun-incomplete", *targets, *CONFIG], timeout=900)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+        # Whatever the killed run left must not pass as complete: a run that trusted a partial file
+        # would skip its job, and the final digests below would differ (or the plan would be empty).
+        wf.snakemake(work, ["--unlock", *CONFIG], timeout=120)
+        plan = wf.dry_run(work, ["--rerun-incomplete", *targets, *CONFIG])
+        assert plan, "after a kill mid-run, Snakemake must have work left"
+        proc = wf.snakemake(work, ["--cores", "2", "--rerun-incomplete", *targets, *CONFIG], timeout=900)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
 
-    got = wf.tree_digest(work / RES, SKIP)
-    assert sorted(got) == sorted(expected), set(got) ^ set(expected)
-    diff = [p for p in expected if got[p] != expected[p]]
-    assert not diff, f"outputs differ from an uninterrupted run: {diff}"
-    # No temp/partial leftovers anywhere in the results.
-    leftovers = [p for p in got if re.search(r"(\.tmp|\.part|\.partial|~)$|/\.tmp", p)]
-    assert not leftovers, leftovers
+        got = wf.tree_digest(work / RES, SKIP)
+        assert sorted(got) == sorted(expected), set(got) ^ set(expected)
+        diff = [
+            p for p in expected
+            if got[p] != expected[p] and not RUN_LOGS.match(p) and _differs(p, work / RES, expected[p])
+        ]  # fmt: skip
+        assert not diff, f"outputs differ from an uninterrupted run: {diff}"
+        # No temp/partial leftovers anywhere in the results.
+        leftovers = [p for p in got if re.search(r"(\.tmp|\.part|\.partial|~)$|/\.tmp|\.tmp-", p)]
+        assert not leftovers, leftovers
+    finally:
+        _reset(work)
