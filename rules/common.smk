@@ -13,10 +13,14 @@ RESOURCES = config["paths"]["resources"]
 LOGS = config["paths"]["logs"]
 ENV = "../envs/pmcflow.yaml"
 IMAGES = config["containers"]  # one pinned Apptainer image per environment (containers/*.def)
-ENRICH_IMAGE = (
-    IMAGES["vllm"]
-    if "vllm" in (config["enrich"]["subcaption"]["backend"], config["enrich"]["summary"]["backend"])
-    else IMAGES["base"]
+# Enrichment with a vLLM backend runs in the vLLM environment and asks for GPUs (the largest
+# tensor_parallel_size of the vLLM tasks); the slurm plugin turns `gpu` into --gpus.
+_VLLM_TASKS = [t for t in ("subcaption", "summary") if config["enrich"][t]["backend"] == "vllm"]
+ENRICH_IMAGE = IMAGES["vllm"] if _VLLM_TASKS else IMAGES["base"]
+ENRICH_ENV = "../envs/vllm.yaml" if _VLLM_TASKS else ENV
+ENRICH_GPUS = max(
+    [int((config["enrich"][t].get("vllm") or {}).get("tensor_parallel_size", 1)) for t in _VLLM_TASKS],
+    default=0,
 )
 SRC = Path(workflow.basedir) / "src" / "pmcflow"
 

@@ -18,12 +18,13 @@ rule enrich_chunk:
         f"{LOGS}/enrich/{{chunk}}.log",
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=120,
+        mem_mb=64000 if ENRICH_GPUS else 4000,
+        runtime=720 if ENRICH_GPUS else 120,
+        gpu=ENRICH_GPUS,
     container:
         ENRICH_IMAGE
     conda:
-        ENV
+        ENRICH_ENV
     script:
         "../scripts/enrich_chunk.py"
 

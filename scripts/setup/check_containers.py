@@ -310,8 +310,8 @@ def image_is_pinned(img: str, defs: dict[str, Definition]) -> bool:
     return p.suffix == ".sif" and p.parent.name == "containers" and p.stem in defs
 
 
-def rule_containers(configfiles: list[str]) -> dict[str, str | None]:
-    """{rule: container image or None}, from the workflow as Snakemake loads it."""
+def rule_settings(configfiles: list[str]) -> dict[str, dict[str, object]]:
+    """{rule: {container, conda, resources}}, from the workflow as Snakemake loads it."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
 
@@ -327,9 +327,22 @@ def rule_containers(configfiles: list[str]) -> dict[str, str | None]:
             )
             w = wf._workflow
             glob = getattr(w, "global_container_img", None)
-            return {r.name: (r.container_img or glob) for r in w.rules if r.name != "all"}
+            return {
+                r.name: {
+                    "container": r.container_img or glob,
+                    "conda": str(r.conda_env) if r.conda_env else None,
+                    "resources": {k: v for k, v in r.resources.items() if not callable(v)},
+                }
+                for r in w.rules
+                if r.name != "all"
+            }
     finally:
         os.chdir(cwd)
+
+
+def rule_containers(configfiles: list[str]) -> dict[str, str | None]:
+    """{rule: container image or None}, from the workflow as Snakemake loads it."""
+    return {name: s["container"] for name, s in rule_settings(configfiles).items()}  # type: ignore[misc]
 
 
 def check_rules(configfiles: list[str]) -> list[str]:

@@ -103,6 +103,23 @@ def test_rule_check_sees_rules():
     assert {"list_articles", "acquire_chunk", "parse_chunk"} <= set(rules)
 
 
+def test_vllm_enrichment_runs_in_the_vllm_image_with_gpus(tmp_path):
+    """A vLLM backend moves enrich_chunk to vllm.sif / envs/vllm.yaml and requests its GPUs."""
+    overlay = tmp_path / "vllm.yaml"
+    overlay.write_text(
+        "enrich:\n  subcaption:\n    backend: vllm\n    vllm: {tensor_parallel_size: 2}\n"
+        "  summary:\n    backend: vllm\n"
+    )
+    rules = cc.rule_settings(["config/demo.yaml", str(overlay)])
+    enrich = rules["enrich_chunk"]
+    assert enrich["container"].endswith("containers/vllm.sif")
+    assert enrich["conda"].endswith("envs/vllm.yaml")
+    assert enrich["resources"]["gpu"] == 2
+    cpu = cc.rule_settings(["config/demo.yaml"])["enrich_chunk"]
+    assert cpu["container"].endswith("containers/base.sif") and cpu["resources"]["gpu"] == 0
+    assert cpu["conda"].endswith("envs/pmcflow.yaml")
+
+
 def _debootstrap_ready() -> str | None:
     if os.geteuid() != 0:
         return "needs root"
