@@ -111,6 +111,23 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kw: Any) -> Ite
         os.fsync(fh.fileno())
 
 
+def save_torch(obj: Any, path: str | os.PathLike[str]) -> None:
+    """``torch.save`` atomically and reproducibly.
+
+    ``torch.save`` to a path names the zip archive's root folder after the file, so saving to a
+    temporary name would put that (random) name into the bytes; saving to a buffer names it
+    ``archive`` whatever the destination.
+    """
+    import io
+
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    with atomic_open(path, "wb") as fh:
+        fh.write(buf.getbuffer())
+
+
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Write JSON deterministically (sorted keys, fixed separators, trailing newline)."""
     with atomic_open(path, "w", encoding="utf-8") as fh:

@@ -52,6 +52,29 @@ def test_ultralytics_train_and_predict(tmp_path: Path, tiny_sets: tuple[Path, Pa
     assert again.params["imgsz"] == 64  # taken from the checkpoint's train args
 
 
+def test_ultralytics_training_is_reproducible_and_leaves_the_dataset_alone(
+    tmp_path: Path, tiny_sets: tuple[Path, Path]
+) -> None:
+    """Same data, params and seed, same output dir: the same model.pt bytes; no labels.cache
+    (or anything else) written into the datasets, which are another rule's outputs."""
+    train, val = tiny_sets
+    before = sorted(p.relative_to(train.parent) for d in (train, val) for p in d.rglob("*"))
+    params = {"epochs": 1, "imgsz": 64, "batch_size": 4, "workers": 0, "device": "cpu"}
+    out = tmp_path / "det"
+    first = get_detector("ultralytics").train(train, val, out, params).checkpoint.read_bytes()
+    for p in sorted(out.iterdir()):  # a fresh run in the same place
+        if p.is_dir() and not p.is_symlink():
+            import shutil
+
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+    second = get_detector("ultralytics").train(train, val, out, params).checkpoint.read_bytes()
+    assert first == second
+    assert sorted(p.relative_to(train.parent) for d in (train, val) for p in d.rglob("*")) == before
+    assert list(out.glob("data/*/labels.cache"))  # YOLO's cache went to the mirror instead
+
+
 def test_transformers_train_and_predict(tmp_path: Path, tiny_sets: tuple[Path, Path]) -> None:
     train, val = tiny_sets
     det = get_detector("transformers")

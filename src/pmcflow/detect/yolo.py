@@ -68,21 +68,59 @@ def _device(device: str) -> str:
     return "0" if dev == "cuda" else dev.removeprefix("cuda:")
 
 
+def _link_dir(link: Path, target: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        if link.is_symlink() and Path(os.readlink(link)) == target:
+            return
+        if link.is_dir() and not link.is_symlink():
+            shutil.rmtree(link)
+        else:
+            link.unlink()
+    link.symlink_to(target, target_is_directory=True)
+
+
+def _mirror_shard(root: Path, shard: str, mirror: Path) -> None:
+    """``mirror/<shard>/{images,labels}`` -> the dataset's own folders (symlinks)."""
+    for sub in ("images", "labels"):
+        target = (root / shard / sub).resolve()
+        if target.is_dir():
+            _link_dir(mirror / shard / sub, target)
+
+
 def write_data_yaml(path: Path, train_dir: Path, val_dir: Path | None) -> Path:
+    """Write YOLO's ``data.yaml`` next to a mirror of the datasets under ``path.parent/data/``.
+
+    YOLO reads images listed in ``<split>.txt`` through ``data/<split>/.../images`` (symlinks to the
+    dataset's folders) and writes its ``labels.cache`` beside the mirrored ``labels``, so training
+    never writes into the dataset, which is another rule's output.
+    """
     import yaml
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    data_root = path.parent / "data"
 
     def source(root: Path, split: str) -> str:
+        mirror = data_root / split
         # A merged render keeps images inside its shards (file_name "shard-00000/images/x.png"):
         # give YOLO the image list; it finds each label by swapping /images/ for /labels/.
         ann = root / "annotations.json"
         if ann.is_file() and not (root / "images").is_dir():
             names = [im["file_name"] for im in json.loads(ann.read_text(encoding="utf-8"))["images"]]
+            for shard in sorted({str(Path(n).parent.parent) for n in names}):
+                _mirror_shard(root, shard, mirror)
             listing = path.parent / f"{split}.txt"
-            listing.write_text("".join(f"{(root / n).resolve()}\n" for n in names), encoding="utf-8")
+            listing.write_text("".join(f"{(mirror / n).absolute()}\n" for n in names), encoding="utf-8")
             return str(listing)
-        return str((root / "images").resolve())
+        # A plain dataset (images/, labels/): list the images too. YOLO resolves a folder given in
+        # data.yaml (following the symlink back into the dataset), not the lines of a list.
+        _mirror_shard(root, ".", mirror)
+        names = sorted(q.name for q in (root / "images").iterdir() if q.is_file())
+        listing = path.parent / f"{split}.txt"
+        listing.write_text(
+            "".join(f"{(mirror / 'images' / n).absolute()}\n" for n in names), encoding="utf-8"
+        )
+        return str(listing)
 
     data = {
         "train": source(Path(train_dir), "train"),
@@ -91,6 +129,23 @@ def write_data_yaml(path: Path, train_dir: Path, val_dir: Path | None) -> Path:
     }
     path.write_text(yaml.safe_dump(data, sort_keys=True), encoding="utf-8")
     return path
+
+
+def write_reproducible_checkpoint(src: Path, dst: Path) -> None:
+    """Copy an Ultralytics checkpoint without its wall-clock fields (``date``, ``train_results.time``).
+
+    The weights of a seeded CPU run are the same every time; these fields are not, and would make
+    ``model.pt`` differ between two identical runs.  The run's own ``weights/`` keep them.
+    """
+    import torch
+
+    from pmcflow.tables import save_torch
+
+    ck = torch.load(src, map_location="cpu", weights_only=False)
+    ck["date"] = None
+    if isinstance(ck.get("train_results"), dict):
+        ck["train_results"].pop("time", None)
+    save_torch(ck, dst)
 
 
 def _read_history(results_csv: Path) -> list[dict[str, Any]]:
@@ -187,7 +242,7 @@ class UltralyticsDetector(EvaluateMixin):
         if not best.is_file():
             raise RuntimeError(f"ultralytics training produced no weights in {weights}")
         ckpt = out_dir / "model.pt"
-        shutil.copyfile(best, ckpt)
+        write_reproducible_checkpoint(best, ckpt)
         history = _read_history(run_dir / "results.csv")
         # Epochs actually run: `patience` or `ultralytics.time` can end training early.
         epochs_run = len(history) or int(p["epochs"])

@@ -91,11 +91,15 @@ class TrainSettings:
 # ----------------------------------------------------------------------------------------------
 
 
-def build_model(backbone: str, num_classes: int, backbone_kwargs: Mapping[str, Any] | None = None) -> torch.nn.Module:
+def build_model(
+    backbone: str, num_classes: int, backbone_kwargs: Mapping[str, Any] | None = None
+) -> torch.nn.Module:
     """A timm backbone with ``num_classes`` outputs, never with downloaded weights."""
     import timm
 
-    return timm.create_model(backbone, pretrained=False, num_classes=num_classes, **dict(backbone_kwargs or {}))
+    return timm.create_model(
+        backbone, pretrained=False, num_classes=num_classes, **dict(backbone_kwargs or {})
+    )
 
 
 @dataclass
@@ -271,7 +275,11 @@ def augment_crop(
     if rng.random() < 0.5:
         im = im.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
     if rotate and rng.random() < 0.5:
-        im = im.transpose([Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_180, Image.Transpose.ROTATE_270][int(rng.integers(3))])
+        im = im.transpose(
+            [Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_180, Image.Transpose.ROTATE_270][
+                int(rng.integers(3))
+            ]
+        )
     arr = np.asarray(im, dtype=np.float32)
     gain = float(rng.uniform(0.75, 1.25))
     bias = float(rng.uniform(-25, 25))
@@ -333,7 +341,9 @@ def _normalise(x: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def _evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, classes: Sequence[str]) -> dict[str, Any]:
+def _evaluate(
+    model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, classes: Sequence[str]
+) -> dict[str, Any]:
     model.eval()
     preds = []
     for s in range(0, len(x), 128):
@@ -342,7 +352,9 @@ def _evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, classes:
     conf = np.zeros((len(classes), len(classes)), dtype=np.int64)
     for t, p in zip(y.tolist(), pred.tolist(), strict=True):
         conf[t, p] += 1
-    per_class = {c: (float(conf[i, i] / conf[i].sum()) if conf[i].sum() else None) for i, c in enumerate(classes)}
+    per_class = {
+        c: (float(conf[i, i] / conf[i].sum()) if conf[i].sum() else None) for i, c in enumerate(classes)
+    }
     valid = [v for v in per_class.values() if v is not None]
     return {
         "accuracy": float(np.trace(conf) / max(1, conf.sum())),
@@ -375,10 +387,26 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
     pool = _pool_for(settings)
     splits = split_sources(pool, settings.holdout_fraction, seed)
     if len(splits) < 2:
-        raise ValueError(f"need at least two modality classes with usable sources, have {[s.modality for s in splits]}")
+        raise ValueError(
+            f"need at least two modality classes with usable sources, have {[s.modality for s in splits]}"
+        )
     classes = [s.modality for s in splits]
-    x_tr, y_tr = make_crops(pool, splits, heldout=False, per_class=settings.train_crops_per_class, size=settings.input_size, seed=seed)
-    x_ev, y_ev = make_crops(pool, splits, heldout=True, per_class=settings.eval_crops_per_class, size=settings.input_size, seed=seed)
+    x_tr, y_tr = make_crops(
+        pool,
+        splits,
+        heldout=False,
+        per_class=settings.train_crops_per_class,
+        size=settings.input_size,
+        seed=seed,
+    )
+    x_ev, y_ev = make_crops(
+        pool,
+        splits,
+        heldout=True,
+        per_class=settings.eval_crops_per_class,
+        size=settings.input_size,
+        seed=seed,
+    )
     t_data = time.perf_counter() - t0
     log.info("modality: %d train / %d held-out crops of %s (%.1fs)", len(x_tr), len(x_ev), classes, t_data)
 
@@ -429,8 +457,7 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
         "state_dict": state,
         "seed": seed,
     }
-    with T.atomic_path(ckpt) as tmp:
-        torch.save(blob, tmp)
+    T.save_torch(blob, ckpt)
     metrics = {
         "checkpoint": ckpt.name,
         "checkpoint_sha256": file_sha256(ckpt),
@@ -464,13 +491,24 @@ def cli(argv: Sequence[str] | None = None) -> int:
     from pmcflow.config import add_config_args, config_from_args
     from pmcflow.workflow import log_to_file
 
-    ap = argparse.ArgumentParser(prog="pmcflow train-modality", description="Train the subfigure modality classifier.")
+    ap = argparse.ArgumentParser(
+        prog="pmcflow train-modality", description="Train the subfigure modality classifier."
+    )
     add_config_args(ap)
     ap.add_argument("--out", required=True, help="Output directory (modality.pt, metrics.json).")
     ap.add_argument("--log", default=None, help="Log file (default: stderr).")
     args = ap.parse_args(argv)
     log_to_file(args.log)
     metrics = train_modality(config_from_args(args), args.out)
-    print(json.dumps({"classes": metrics["classes"], "heldout": metrics["heldout"]["per_class"],
-                      "accuracy": metrics["heldout"]["accuracy"], "seconds": metrics["seconds"]}, indent=2))
+    print(
+        json.dumps(
+            {
+                "classes": metrics["classes"],
+                "heldout": metrics["heldout"]["per_class"],
+                "accuracy": metrics["heldout"]["accuracy"],
+                "seconds": metrics["seconds"],
+            },
+            indent=2,
+        )
+    )
     return 0
