@@ -5,13 +5,12 @@ as complete. Kill points are rows of KILL_POINTS (a regex on Snakemake's output 
 is running, how long to wait after it, and the targets of that run): add shard/training points
 as those stages land.  The points of one target set share a workflow copy and one clean run.
 
-A training run's wall-clock fields (pmcflow.encoders.train.TIMING_COLUMNS / TIMING_KEYS) and its
-logs are the only bytes allowed to differ; the checkpoint must not.
+Compared with pmcflow.repro: training logs and wall-clock fields are the only bytes allowed to
+differ; checkpoints must not.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -20,10 +19,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
-from pmcflow.encoders.train import TIMING_COLUMNS, TIMING_KEYS
+from pmcflow import repro
 from pmcflow.hpc import workflow as wf
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -48,38 +46,18 @@ KILL_POINTS = {
 }  # fmt: skip
 # What may differ between runs: logs and Snakemake's own bookkeeping.
 SKIP = ("logs/", ".snakemake/")
-# Run records: open_clip's and our training logs (timestamps) ...
-RUN_LOGS = re.compile(r"^encoders/[^/]+/(train\.log|openclip/[^/]+/out\.log)$")
-# ... and files compared with their wall-clock fields left out.
-TIMED = {
-    re.compile(r"^encoders/[^/]+/steps\.parquet$"): lambda p: pq.read_table(p).drop(list(TIMING_COLUMNS)).to_pylist(),
-    re.compile(r"^encoders/[^/]+/train\.json$"): lambda p: {
-        k: v for k, v in json.loads(Path(p).read_text()).items() if k not in TIMING_KEYS
-    },
-}  # fmt: skip
 
 
-def _differs(rel: str, root: Path, want: object) -> bool:
-    for rx, load in TIMED.items():
-        if rx.match(rel):
-            return load(root / rel) != want
-    return True
-
-
-def _clean_run(work: Path, targets: list[str]) -> dict[str, str]:
-    """Digest of results/ after an uninterrupted run in ``work``; then reset ``work`` to no outputs.
+def _clean_run(work: Path, targets: list[str]) -> dict[str, object]:
+    """Snapshot (pmcflow.repro) of results/ after an uninterrupted run in ``work``; then reset ``work`` to no outputs.
 
     Same directory for every run: the local-mirror backend records absolute file:// URLs.
     """
     proc = wf.snakemake(work, ["--cores", "2", *targets, *CONFIG], timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
-    digest: dict[str, object] = dict(wf.tree_digest(work / RES, SKIP))
-    for rel in digest:  # keep the content of timed files, less their timings
-        for rx, load in TIMED.items():
-            if rx.match(rel):
-                digest[rel] = load(work / RES / rel)
+    snap = repro.snapshot(work / RES, SKIP)
     _reset(work)
-    return digest
+    return snap
 
 
 def _reset(work: Path) -> None:
@@ -151,12 +129,9 @@ def test_sigkill_then_rerun_is_byte_identical(point, workflow_copy):
         proc = wf.snakemake(work, ["--cores", "2", "--rerun-incomplete", *targets, *CONFIG], timeout=900)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
 
-        got = wf.tree_digest(work / RES, SKIP)
+        got = repro.snapshot(work / RES, SKIP)
         assert sorted(got) == sorted(expected), set(got) ^ set(expected)
-        diff = [
-            p for p in expected
-            if got[p] != expected[p] and not RUN_LOGS.match(p) and _differs(p, work / RES, expected[p])
-        ]  # fmt: skip
+        diff = repro.differences(expected, got)
         assert not diff, f"outputs differ from an uninterrupted run: {diff}"
         # No temp/partial leftovers anywhere in the results.
         leftovers = [p for p in got if re.search(r"(\.tmp|\.part|\.partial|~)$|/\.tmp|\.tmp-", p)]

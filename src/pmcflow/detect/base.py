@@ -52,9 +52,17 @@ class Box:
         return [round(self.x, 2), round(self.y, 2), round(self.w, 2), round(self.h, 2)]
 
 
+TIMING_KEYS = ("images_per_s", "seconds")
+HISTORY_TIMING_KEYS = ("time",)  # Ultralytics' results.csv: seconds since the start
+
+
 @dataclass
 class TrainResult:
-    """What a training run produced."""
+    """What a training run produced.
+
+    Wall-clock fields (:data:`TIMING_KEYS`, and :data:`HISTORY_TIMING_KEYS` in each history row)
+    are the only parts that differ between two runs with the same data, params and seed.
+    """
 
     checkpoint: Path
     history: list[dict[str, Any]] = field(default_factory=list)

@@ -55,7 +55,9 @@ def train_stage(cfg: Mapping[str, Any], train_dir: str, val_dir: str | None, out
     return record
 
 
-def demo_figures_to_coco(figures_jsonl: str | os.PathLike[str], corpus_root: str | os.PathLike[str]) -> dict[str, Any]:
+def demo_figures_to_coco(
+    figures_jsonl: str | os.PathLike[str], corpus_root: str | os.PathLike[str]
+) -> dict[str, Any]:
     """COCO ground truth for the demo corpus figures (panel boxes the compositor drew).
 
     ``file_name`` is the image path inside the cloud layout (``PMC<id>.<v>/<media>``).
@@ -101,7 +103,9 @@ def _detectors(trained: Mapping[str, Any] | None) -> list[tuple[str, str, Any]]:
     return out
 
 
-def _score(dcfg: Mapping[str, Any], detector: Any, gt_d: Mapping[str, Any], root: str) -> tuple[dict[str, Any], int]:
+def _score(
+    dcfg: Mapping[str, Any], detector: Any, gt_d: Mapping[str, Any], root: str
+) -> tuple[dict[str, Any], int]:
     paths = [str(Path(root) / im["file_name"]) for im in gt_d["images"]]
     results = run_detection(
         detector,
@@ -113,8 +117,12 @@ def _score(dcfg: Mapping[str, Any], detector: Any, gt_d: Mapping[str, Any], root
     preds = []
     for im, res in zip(gt_d["images"], results, strict=True):
         for b in res.boxes:
-            preds.append({"image_id": im["id"], "category_id": 1, "bbox": b.as_list(), "score": float(b.score)})
-    metrics = evaluate(gt_d, preds, iou=float(dcfg["eval"]["iou"]), fixed_threshold=float(dcfg["score_threshold"]))
+            preds.append(
+                {"image_id": im["id"], "category_id": 1, "bbox": b.as_list(), "score": float(b.score)}
+            )
+    metrics = evaluate(
+        gt_d, preds, iou=float(dcfg["eval"]["iou"]), fixed_threshold=float(dcfg["score_threshold"])
+    )
     return metrics, sum(1 for r in results if r.error)
 
 
@@ -143,7 +151,9 @@ def evaluate_stage(
         entry: dict[str, Any] = {"checkpoint": ckpt, "sets": {}}
         for set_name, (gt_d, root) in gts.items():
             metrics, n_errors = _score(dcfg, detector, gt_d, root)
-            write_report(metrics, out / f"eval_{det_name}_{set_name}.json", out / f"pr_{det_name}_{set_name}.parquet")
+            write_report(
+                metrics, out / f"eval_{det_name}_{set_name}.json", out / f"pr_{det_name}_{set_name}.parquet"
+            )
             entry["sets"][set_name] = {**summary(metrics), "n_errors": n_errors}
             log.info("eval %s on %s: %s", det_name, set_name, entry["sets"][set_name])
         report["detectors"][det_name] = entry
@@ -151,7 +161,9 @@ def evaluate_stage(
     return report
 
 
-def eval_sets_from_config(cfg: Mapping[str, Any], holdout_dir: str | None) -> dict[str, tuple[str | Mapping[str, Any], str]]:
+def eval_sets_from_config(
+    cfg: Mapping[str, Any], holdout_dir: str | None
+) -> dict[str, tuple[str | Mapping[str, Any], str]]:
     """The evaluation sets a run uses: synthetic holdout, demo figures, configured real COCO sets."""
     dcfg = section(cfg)
     sets: dict[str, tuple[str | Mapping[str, Any], str]] = {}

@@ -243,6 +243,10 @@ class UltralyticsDetector(EvaluateMixin):
             raise RuntimeError(f"ultralytics training produced no weights in {weights}")
         ckpt = out_dir / "model.pt"
         write_reproducible_checkpoint(best, ckpt)
+        for w in sorted(weights.glob("*.pt")):  # best.pt / last.pt (last resumes: kept, optimizer too)
+            write_reproducible_checkpoint(w, w)
+        for cache in sorted((out_dir / "data").rglob("*.cache")):  # YOLO's label cache, rebuilt in ms
+            cache.unlink()
         history = _read_history(run_dir / "results.csv")
         # Epochs actually run: `patience` or `ultralytics.time` can end training early.
         epochs_run = len(history) or int(p["epochs"])
