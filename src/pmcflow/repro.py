@@ -14,7 +14,6 @@ The crash-recovery and demo tests use them; so can anyone auditing a rerun.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from typing import Any
 from pmcflow.detect.base import HISTORY_TIMING_KEYS
 from pmcflow.detect.base import TIMING_KEYS as DETECTOR_TIMING_KEYS
 from pmcflow.encoders.train import TIMING_COLUMNS, TIMING_KEYS
+from pmcflow.tables import file_sha256
 
 RUN_LOGS = re.compile(
     r"^(encoders/[^/]+/train\.log"
@@ -62,14 +62,6 @@ TIMED: dict[re.Pattern[str], Callable[[Path], Any]] = {
 }
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def snapshot(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str, Any]:
     """{relative path: what must match} for every regular file under ``root``.
 
@@ -91,7 +83,7 @@ def snapshot(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str
                 out[rel] = None
                 continue
             loader = next((f for rx, f in TIMED.items() if rx.match(rel)), None)
-            out[rel] = loader(p) if loader is not None else _sha256(p)
+            out[rel] = loader(p) if loader is not None else file_sha256(p)
     return out
 
 

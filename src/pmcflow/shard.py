@@ -53,7 +53,7 @@ import pyarrow.parquet as pq
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from pmcflow import schema as S
-from pmcflow.tables import Rejections, counts_record, write_counts, write_json, write_table
+from pmcflow.tables import Rejections, counts_record, file_sha256, write_counts, write_json, write_table
 
 STAGE = "shard"
 
@@ -296,14 +296,11 @@ class AtomicTarWriter:
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._fh.close()
-        digest = hashlib.sha256()
-        with open(self.tmp, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        digest = file_sha256(self.tmp)
         size = self.tmp.stat().st_size
         os.replace(self.tmp, self.path)
         _fsync_dir(self.path.parent)
-        return digest.hexdigest(), size
+        return digest, size
 
     def abort(self) -> None:
         with contextlib.suppress(Exception):

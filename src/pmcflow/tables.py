@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import json
 import os
 import re
@@ -109,6 +110,15 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kw: Any) -> Ite
         yield fh
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def save_torch(obj: Any, path: str | os.PathLike[str]) -> None:

@@ -74,18 +74,10 @@ def checkpoint_sha256(path: str | os.PathLike[str]) -> str:
     """sha256 of a checkpoint file, or of a folder (sorted relative paths and file hashes)."""
     p = Path(path)
     if p.is_file():
-        return _file_sha256(p)
+        return T.file_sha256(p)
     h = hashlib.sha256()
     for f in sorted(q for q in p.rglob("*") if q.is_file()):
-        h.update(f"{f.relative_to(p).as_posix()}\0{_file_sha256(f)}\n".encode())
-    return h.hexdigest()
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+        h.update(f"{f.relative_to(p).as_posix()}\0{T.file_sha256(f)}\n".encode())
     return h.hexdigest()
 
 

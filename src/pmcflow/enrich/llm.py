@@ -12,7 +12,6 @@ in its own environment, ``envs/vllm.txt``; see ``docs/enrich.md``).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Any, Protocol
 from PIL import Image
 
 from pmcflow.enrich.prompts import qwen_chatml
+from pmcflow.tables import file_sha256
 
 ImageInput = str | os.PathLike[str] | Image.Image
 
@@ -99,14 +99,6 @@ def resolve_model(model: str, gguf_file: str | None = None) -> tuple[str, str | 
             raise BackendUnavailable(f"expected exactly one .gguf in {directory}, found {ggufs}")
         gguf_file = ggufs[0]
     return str(directory), gguf_file
-
-
-def file_sha256(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------

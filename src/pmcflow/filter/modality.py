@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
 import io
 import json
 import logging
@@ -127,14 +126,6 @@ def _to_tensor(image: Image.Image, size: int, mean: Sequence[float], std: Sequen
     return torch.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def resolve_checkpoint(checkpoint: str | os.PathLike[str] | None) -> Path:
     """``None``/``"shipped"`` -> the checkpoint in ``pmcflow/data/modality``; else the path."""
     if checkpoint is None or str(checkpoint) in {"", "shipped", "default"}:
@@ -159,7 +150,7 @@ def _load_cached(path: str, mtime_ns: int) -> ModalityModel:
         input_size=int(blob["input_size"]),
         mean=tuple(blob.get("mean", MEAN)),  # type: ignore[arg-type]
         std=tuple(blob.get("std", STD)),  # type: ignore[arg-type]
-        sha256=file_sha256(path),
+        sha256=T.file_sha256(path),
         name=f"{blob['backbone']}@{Path(path).name}",
     )
 
@@ -460,7 +451,7 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
     T.save_torch(blob, ckpt)
     metrics = {
         "checkpoint": ckpt.name,
-        "checkpoint_sha256": file_sha256(ckpt),
+        "checkpoint_sha256": T.file_sha256(ckpt),
         "checkpoint_bytes": ckpt.stat().st_size,
         "classes": classes,
         "heldout": heldout,

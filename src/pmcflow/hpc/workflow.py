@@ -155,22 +155,3 @@ def summary(workdir: str | os.PathLike[str], args: Iterable[str] = (), **kw) -> 
 def final_targets(workdir: str | os.PathLike[str], args: Iterable[str] = ()) -> list[str]:
     """Every output file the (finished) DAG has, from ``--summary``."""
     return [r["output_file"] for r in summary(workdir, args)]
-
-
-def tree_digest(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str, str]:
-    """{relative path: sha256} of every regular file under ``root`` (for byte-identity checks)."""
-    import hashlib
-
-    root = Path(root)
-    skip = tuple(skip)
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        if not p.is_file() or any(rel.startswith(s) for s in skip):
-            continue
-        h = hashlib.sha256()
-        with open(p, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        out[rel] = h.hexdigest()
-    return out
