@@ -53,7 +53,15 @@ import pyarrow.parquet as pq
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from pmcflow import schema as S
-from pmcflow.tables import Rejections, counts_record, file_sha256, write_counts, write_json, write_table
+from pmcflow.tables import (
+    Rejections,
+    counts_record,
+    file_sha256,
+    temp_sibling,
+    write_counts,
+    write_json,
+    write_table,
+)
 
 STAGE = "shard"
 
@@ -271,8 +279,7 @@ class AtomicTarWriter:
     def __init__(self, path: Path, mtime: int = 0) -> None:
         self.path = path
         self.mtime = int(mtime)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+        self.tmp = temp_sibling(path)
         self._fh = open(self.tmp, "wb")  # noqa: SIM115 - closed in commit/abort
         self._tar = tarfile.open(fileobj=self._fh, mode="w", format=tarfile.GNU_FORMAT)
         self._hash = None
