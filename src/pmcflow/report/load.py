@@ -353,21 +353,23 @@ def pr_curves(res: Results, ev: dict[str, Any]) -> dict[tuple[str, str], pl.Data
 # --------------------------------------------------------------------------------------------
 # Encoders and their evaluation
 # --------------------------------------------------------------------------------------------
-def encoder_runs(res: Results) -> list[str]:
-    """Runs with a ``train.json`` (only ``run_name`` when it is set)."""
-    base = res.path("encoders")
-    runs = sorted(p.parent.name for p in base.glob("*/train.json")) if base.is_dir() else []
+def _runs(res: Results, folder: str, marker: str) -> list[str]:
+    """Run folders under ``folder`` holding ``marker`` (only ``run_name`` when it is set)."""
+    base = res.path(folder)
+    runs = sorted(p.parent.name for p in base.glob(f"*/{marker}")) if base.is_dir() else []
     if res.run_name:
         runs = [r for r in runs if r == res.run_name]
     return runs
+
+
+def encoder_runs(res: Results) -> list[str]:
+    """Runs with a ``train.json`` (only ``run_name`` when it is set)."""
+    return _runs(res, "encoders", "train.json")
 
 
 def evaluation_runs(res: Results) -> list[str]:
-    base = res.path("evaluation")
-    runs = sorted(p.parent.name for p in base.glob("*/metrics.parquet")) if base.is_dir() else []
-    if res.run_name:
-        runs = [r for r in runs if r == res.run_name]
-    return runs
+    """Runs with a ``metrics.parquet`` (only ``run_name`` when it is set)."""
+    return _runs(res, "evaluation", "metrics.parquet")
 
 
 def encoder_train(res: Results, run: str) -> dict[str, Any]:
