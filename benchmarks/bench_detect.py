@@ -96,24 +96,15 @@ def make_data(out: Path, n: int, seed: int, size: int, source: str) -> tuple[Pat
     return make_dataset(out, n, seed=seed, size=(size, size)), "pmcflow.detect.toydata"
 
 
-def bench_backend(
-    name: str, train: Path, val: Path, holdout: Path, work: Path, extra: dict[str, Any]
-) -> dict[str, Any]:
-    from pmcflow.detect import get_detector
+def score_on_holdout(detector: Any, holdout: Path) -> dict[str, Any]:
+    """Inference images/s (after a 2-image warm-up) and COCO metrics of ``detector`` on ``holdout``."""
     from pmcflow.detect.base import read_dataset
     from pmcflow.detect.evaluate import evaluate
 
-    params = {**TRAIN_PARAMS[name], **extra}
-    det = get_detector(name)
+    paths = [it.path for it in read_dataset(holdout)]
+    detector.predict(paths[:2], score_threshold=0.0)  # warm-up (model load, first-call overheads)
     t0 = time.perf_counter()
-    res = det.train(train, val, work / name, params)
-    train_wall = time.perf_counter() - t0
-    predictor = get_detector(name, checkpoint=res.checkpoint, **PREDICT_PARAMS.get(name, {}))
-    items = read_dataset(holdout)
-    paths = [it.path for it in items]
-    predictor.predict(paths[:2], score_threshold=0.0)  # warm-up (model load, first-call overheads)
-    t0 = time.perf_counter()
-    preds = predictor.predict(paths, score_threshold=0.0, nms_iou=0.5, batch_size=8)
+    preds = detector.predict(paths, score_threshold=0.0, nms_iou=0.5, batch_size=8)
     infer_s = time.perf_counter() - t0
     rows = [
         {"image_id": p.name, "bbox": [b.x, b.y, b.w, b.h], "score": b.score}
@@ -121,6 +112,30 @@ def bench_backend(
         for b in boxes
     ]
     m = evaluate(holdout / "annotations.json", rows)
+    return {
+        "infer_images_per_s": round(len(paths) / infer_s, 3) if infer_s > 0 else None,
+        "map": m["map"],
+        "map50": m["map50"],
+        "f1": m["f1"],
+        "f1_threshold": m["threshold"],
+        "precision": m["precision"],
+        "recall": m["recall"],
+        "f1_at_0.2": m["at_fixed"]["f1"],
+    }
+
+
+def bench_backend(
+    name: str, train: Path, val: Path, holdout: Path, work: Path, extra: dict[str, Any]
+) -> dict[str, Any]:
+    from pmcflow.detect import get_detector
+
+    params = {**TRAIN_PARAMS[name], **extra}
+    det = get_detector(name)
+    t0 = time.perf_counter()
+    res = det.train(train, val, work / name, params)
+    train_wall = time.perf_counter() - t0
+    predictor = get_detector(name, checkpoint=res.checkpoint, **PREDICT_PARAMS.get(name, {}))
+    scores = score_on_holdout(predictor, holdout)
     ckpt = Path(res.checkpoint)
     size = (
         sum(f.stat().st_size for f in ckpt.rglob("*") if f.is_file())
@@ -132,50 +147,26 @@ def bench_backend(
         "train_params": params,
         "train_wall_s": round(train_wall, 2),
         "train_images_per_s": round(res.images_per_s, 3),
-        "infer_images_per_s": round(len(paths) / infer_s, 3) if infer_s > 0 else None,
+        "infer_images_per_s": scores.pop("infer_images_per_s"),
         "checkpoint_mb": round(size / 1e6, 2),
-        "map": m["map"],
-        "map50": m["map50"],
-        "f1": m["f1"],
-        "f1_threshold": m["threshold"],
-        "precision": m["precision"],
-        "recall": m["recall"],
-        "f1_at_0.2": m["at_fixed"]["f1"],
+        **scores,
     }
 
 
 def bench_shipped(holdout: Path) -> dict[str, Any]:
     """Inference-only: the detector shipped in pmcflow/data/detector on the same holdout."""
-    from pmcflow.detect.base import read_dataset
     from pmcflow.detect.default import default_detector
-    from pmcflow.detect.evaluate import evaluate
 
     name, det = default_detector(device="cpu")
-    paths = [it.path for it in read_dataset(holdout)]
-    det.predict(paths[:2])
-    t0 = time.perf_counter()
-    preds = det.predict(paths, score_threshold=0.0, nms_iou=0.5, batch_size=8)
-    infer_s = time.perf_counter() - t0
-    rows = [
-        {"image_id": p.name, "bbox": [b.x, b.y, b.w, b.h], "score": b.score}
-        for p, bs in zip(paths, preds, strict=True)
-        for b in bs
-    ]
-    m = evaluate(holdout / "annotations.json", rows)
+    scores = score_on_holdout(det, holdout)
     return {
         "backend": f"shipped ({name})",
         "train_params": {},
         "train_wall_s": None,
         "train_images_per_s": None,
-        "infer_images_per_s": round(len(paths) / infer_s, 3) if infer_s > 0 else None,
+        "infer_images_per_s": scores.pop("infer_images_per_s"),
         "checkpoint_mb": None,
-        "map": m["map"],
-        "map50": m["map50"],
-        "f1": m["f1"],
-        "f1_threshold": m["threshold"],
-        "precision": m["precision"],
-        "recall": m["recall"],
-        "f1_at_0.2": m["at_fixed"]["f1"],
+        **scores,
     }
 
 
