@@ -34,6 +34,7 @@ from pmcflow.detect.base import (
     read_dataset,
     resolve_device,
 )
+from pmcflow.tables import atomic_path, save_torch
 
 DEFAULTS: dict[str, Any] = {
     "model": "yolov8n.yaml",  # architecture yaml (scale in the name) or a .pt checkpoint to fine-tune
@@ -132,14 +133,12 @@ def write_data_yaml(path: Path, train_dir: Path, val_dir: Path | None) -> Path:
 
 
 def write_reproducible_checkpoint(src: Path, dst: Path) -> None:
-    """Copy an Ultralytics checkpoint without its wall-clock fields (``date``, ``train_results.time``).
+    """Rewrite an Ultralytics checkpoint without its wall-clock fields (``date``, ``train_results.time``).
 
     The weights of a seeded CPU run are the same every time; these fields are not, and would make
-    ``model.pt`` differ between two identical runs.  The run's own ``weights/`` keep them.
+    the checkpoints differ between two identical runs.  ``src`` may be ``dst`` (in place).
     """
     import torch
-
-    from pmcflow.tables import save_torch
 
     ck = torch.load(src, map_location="cpu", weights_only=False)
     ck["date"] = None
@@ -241,10 +240,11 @@ class UltralyticsDetector(EvaluateMixin):
         best = weights / "best.pt" if (weights / "best.pt").is_file() else weights / "last.pt"
         if not best.is_file():
             raise RuntimeError(f"ultralytics training produced no weights in {weights}")
-        ckpt = out_dir / "model.pt"
-        write_reproducible_checkpoint(best, ckpt)
         for w in sorted(weights.glob("*.pt")):  # best.pt / last.pt (last resumes: kept, optimizer too)
             write_reproducible_checkpoint(w, w)
+        ckpt = out_dir / "model.pt"
+        with atomic_path(ckpt) as tmp:
+            shutil.copyfile(best, tmp)
         for cache in sorted((out_dir / "data").rglob("*.cache")):  # YOLO's label cache, rebuilt in ms
             cache.unlink()
         history = _read_history(run_dir / "results.csv")
