@@ -8,6 +8,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.pmcflow-installed
+MMDET_STAMP := $(VENV)/.pmcflow-mmdet-installed
 CORES  ?= $(shell nproc)
 SNAKEMAKE := $(BIN)/snakemake
 
@@ -22,7 +23,7 @@ export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
 export TOKENIZERS_PARALLELISM=false
 export PYTHONHASHSEED=0
 
-.PHONY: help venv demo test test-fast lint bench lock clean clean-demo
+.PHONY: help venv venv-mmdet demo test test-fast lint bench lock clean clean-demo
 
 help:
 	@echo "make demo       run the whole workflow on the embedded demo corpus (offline, CPU)"
@@ -30,19 +31,28 @@ help:
 	@echo "make lint       ruff + snakemake --lint"
 	@echo "make bench      run the benchmarks (results in benchmarks/results/)"
 	@echo "make containers check containers/*.def and build .sif images where apptainer exists"
-	@echo "make venv       only build the environment ($(VENV))"
+	@echo "make venv       only build the environment ($(VENV)): wheels only, a few minutes"
+	@echo "make venv-mmdet add the mmdet extra (DAB-DETR via mmdet; compiles mmcv once, cached)"
 	@echo "make lock       re-resolve requirements/base.in into requirements/lock.txt"
 
 venv: $(STAMP)
 
-# The environment: pinned lock (torch 2.14.1 + torchvision 0.29.1 from the local wheels), the
-# package in editable mode, and mmcv built from source (cached in ~/.cache/pmcflow/wheels).
-$(STAMP): requirements/lock.txt requirements/extras-llm.txt pyproject.toml scripts/setup/build_mmcv.sh
+# The environment: pinned lock (torch 2.14.1 + torchvision 0.29.1 from the local wheels) and the
+# package in editable mode. Wheels only: nothing is compiled, so a first `make demo` takes minutes.
+$(STAMP): requirements/lock.txt requirements/extras-llm.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip wheel
 	$(BIN)/python -m pip install -q -r requirements/lock.txt
 	$(BIN)/python -m pip install -q --no-deps -r requirements/extras-llm.txt
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+# The mmdet extra (detector.backend: mmdet): mmdet/mmengine pins plus mmcv 2.1.0 compiled from its
+# sdist (11-15 min on 2 cores the first time; the wheel is cached in ~/.cache/pmcflow/wheels).
+venv-mmdet: $(MMDET_STAMP)
+
+$(MMDET_STAMP): $(STAMP) requirements/mmdet.txt scripts/setup/build_mmcv.sh
+	$(BIN)/python -m pip install -q --no-deps -r requirements/mmdet.txt
 	scripts/setup/build_mmcv.sh $(BIN)/python
 	touch $@
 
@@ -52,10 +62,11 @@ demo: venv
 	$(BIN)/pmcflow outputs --config config/demo.yaml
 	@echo "reports: results/demo/reports/*.html (and results/demo/report.zip, Snakemake's report)"
 
-test: venv
+# The suite covers every backend, mmdet included, so it builds the mmdet extra (cached after once).
+test: venv-mmdet
 	$(BIN)/python -m pytest -q --durations=25
 
-test-fast: venv
+test-fast: venv-mmdet
 	$(BIN)/python -m pytest -q -m "not slow and not slurm"
 
 lint: venv
