@@ -184,28 +184,13 @@ def test_failures_retries_and_time_limit(cluster, tmp_path):
     assert "flaky" not in jobs2 and jobs2.get("broken") == ["FAILED"], jobs2
 
 
-def _demo_ready() -> str | None:
-    if not (REPO / "config" / "demo.yaml").exists():
-        return "no config/demo.yaml"
-    proc = subprocess.run(
-        [SNAKEMAKE, "-n", "--quiet", "--configfile", "config/demo.yaml", "--cores", "1"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if proc.returncode != 0:
-        return f"demo DAG does not plan yet: {proc.stderr[-500:]}"
-    return None
-
-
 def test_demo_dag_on_slurm(cluster, tmp_path):
     from pmcflow.hpc import workflow as wf
 
-    reason = _demo_ready()
-    if reason:
-        pytest.skip(reason)
+    # The demo DAG must plan: a workflow that does not is a failure here, not a reason to skip.
     work = wf.copy_workflow(REPO, tmp_path / "wf")
+    planned = wf.dry_run(work, ["--configfile", "config/demo.yaml", "config/ci.yaml"])
+    assert planned, "the demo DAG planned no job"
     prof = _profile(tmp_path, cluster)
     before = {r["JobID"] for r in cluster.sacct()}
     proc = _snakemake(

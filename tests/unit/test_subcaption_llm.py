@@ -224,5 +224,8 @@ def test_vllm_subcaption_end_to_end() -> None:  # pragma: no cover - GPU only
 
     img = Image.new("RGB", (256, 256), "white")
     res = sub.extract([SubcaptionRequest("s", CAPTION, "b", image=img, group="f")])
-    assert res[0].source in {"vlm", "rules", "fallback-full"}
+    # The model itself must answer, verbatim, with panel B's text: a fallback to the rules or to
+    # the full caption means the vLLM path is broken.
+    assert res[0].source == "vlm", res[0]
+    assert "Quantification of (A)" in res[0].text and "Western blot" not in res[0].text, res[0].text
     assert res[0].text in " ".join(CAPTION.split())
