@@ -1,6 +1,9 @@
 # Stage 1: acquire PMC OA article versions (cloud / legacy FTP / local mirror).
 
 
+ACQUIRE_ONLY = ("media_types", "verify_images")
+
+
 checkpoint list_articles:
     output:
         listing=f"{RESULTS}/listing/listing.parquet",
@@ -8,10 +11,13 @@ checkpoint list_articles:
         rejections=f"{RESULTS}/listing/rejections.parquet",
         counts=f"{RESULTS}/listing/counts.json",
     params:
-        source=config["source"],
+        # What is fetched per article (media_types, verify_images) is acquisition's alone: a change
+        # there reruns the chunks, not the listing.
+        source={k: v for k, v in config["source"].items() if k not in ACQUIRE_ONLY},
         select=config["select"],
         chunking=config["chunking"],
-        code=code_version("pmc", "chunks.py"),
+        http=config["http"],
+        code=code_version("scripts/list_articles.py"),
     log:
         f"{LOGS}/acquire/list_articles.log",
     threads: 1
@@ -38,9 +44,13 @@ rule acquire_chunk:
         counts=f"{RESULTS}/acquire/{{chunk}}/counts.json",
     params:
         digest=lambda wc: chunk_digest(wc.chunk),
+        # Everything acquisition reads (media_types, verify_images, the backend and its settings).
+        # source.snapshot only labels the listing: its effect reaches a chunk through its digest.
+        source={k: v for k, v in config["source"].items() if k != "snapshot"},
         select=config["select"],
+        http=config["http"],
         cache=f"{RESOURCES}/pmc",
-        code=code_version("pmc"),
+        code=code_version("scripts/acquire_chunk.py"),
     log:
         log=f"{LOGS}/acquire/{{chunk}}.log",
         # requests, bytes, retries, resumed/cached files of this run (not content: not an output)
@@ -73,6 +83,7 @@ rule acquire_summary:
         media_rejections=f"{RESULTS}/acquire/media_rejections.parquet",
     params:
         stage="acquire",
+        code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/acquire/summary.log",
     threads: 1

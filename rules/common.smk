@@ -1,5 +1,5 @@
 # Shared by every stage: config validation, paths, wildcard constraints, input functions.
-import hashlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -22,7 +22,21 @@ ENRICH_GPUS = max(
     [int((config["enrich"][t].get("vllm") or {}).get("tensor_parallel_size", 1)) for t in _VLLM_TASKS],
     default=0,
 )
+# The mmdet image (mmcv compiled from source) only where the mmdet backend runs; every other
+# detector backend runs in the base image.
+DETECTOR_IMAGE = IMAGES["mmdet"] if config["detector"]["backend"] == "mmdet" else IMAGES["base"]
+_DECOMPOSE_BACKEND = (
+    config["detector"]["backend"]
+    if config["decompose"]["checkpoint"] == "trained"
+    else config["decompose"]["backend"]
+)
+DECOMPOSE_IMAGE = IMAGES["mmdet"] if _DECOMPOSE_BACKEND == "mmdet" else IMAGES["base"]
 SRC = Path(workflow.basedir) / "src" / "pmcflow"
+# Loaded from this workflow's own tree (standard library only), so the Snakemake process needs no
+# pmcflow install: on a cluster the package may live only inside the rules' containers.
+_spec = importlib.util.spec_from_file_location("_pmcflow_closure", SRC / "closure.py")
+_CLOSURE = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_CLOSURE)
 
 
 wildcard_constraints:
@@ -37,26 +51,15 @@ def all_targets(wildcards):
     return list(FINAL_TARGETS)
 
 
-def code_version(*modules):
-    """sha256 of the package modules a stage runs (files or directories under src/pmcflow).
+def code_version(*entries):
+    """Digest of everything a rule's code reaches inside src/pmcflow (pmcflow.closure).
 
-    Used as a rule param so that editing a stage's code reruns that stage (and its descendants)
-    and nothing else: the rule scripts are thin, so Snakemake's own code trigger would not see it.
+    ``entries`` are the rule's script (and a report's notebook), relative to the workflow root.
+    Passed as the rule's ``code`` param: editing any module or shipped data file the stage can
+    reach reruns it and its descendants, and nothing else (Snakemake's own code trigger sees only
+    the thin script).
     """
-    h = hashlib.sha256()
-    for mod in modules:
-        path = SRC / mod
-        if path.is_dir():  # a subpackage or a folder of shipped data (weights, prompts)
-            files = sorted(f for f in path.rglob("*") if f.is_file() and "__pycache__" not in f.parts)
-        elif path.is_file():
-            files = [path]
-        else:  # e.g. no detector shipped: hash the absence, so shipping one reruns the stage
-            h.update(f"absent:{mod}".encode())
-            files = []
-        for f in files:
-            h.update(str(f.relative_to(SRC)).encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()[:16]
+    return _CLOSURE.digest(SRC, [Path(workflow.basedir) / e for e in entries])
 
 
 def listed_chunks():
@@ -92,3 +95,11 @@ def decompose_model_input(wildcards):
 def detector_model_input(wildcards):
     """The detector trained in this run, when detector.train is on."""
     return {"model": f"{RESULTS}/detector/model"} if config["detector"]["train"] else {}
+
+
+def corpus_duplicates_input(wildcards):
+    """find_duplicates' clusters when filter.dedup.scope is corpus; chunk scope searches in-chunk."""
+    dedup = config["filter"]["dedup"]
+    if dedup["enabled"] and dedup["scope"] == "corpus":
+        return {"duplicates": f"{RESULTS}/filter/duplicates.parquet"}
+    return {}

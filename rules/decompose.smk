@@ -12,7 +12,7 @@ rule decompose_chunk:
         crops=directory(f"{RESULTS}/decompose/{{chunk}}/crops"),
     params:
         decompose=config["decompose"],
-        code=code_version("decompose", "detect", "data/labelreader", "data/detector"),
+        code=code_version("scripts/decompose_chunk.py"),
     log:
         f"{LOGS}/decompose/{{chunk}}.log",
     threads: 2
@@ -20,7 +20,7 @@ rule decompose_chunk:
         mem_mb=4000,
         runtime=120,
     container:
-        IMAGES["mmdet"]
+        DECOMPOSE_IMAGE
     conda:
         ENV
     script:
@@ -36,6 +36,7 @@ rule decompose_summary:
         rejections=f"{RESULTS}/decompose/rejections.parquet",
     params:
         stage="decompose",
+        code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/decompose/summary.log",
     threads: 1

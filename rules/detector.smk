@@ -9,7 +9,8 @@ rule train_detector:
         directory(f"{RESULTS}/detector/model"),
     params:
         detector=config["detector"],
-        code=code_version("detect"),
+        seed=config["seed"],
+        code=code_version("scripts/train_detector.py"),
     log:
         f"{LOGS}/detector/train.log",
     threads: 2
@@ -17,7 +18,7 @@ rule train_detector:
         mem_mb=8000,
         runtime=2880,
     container:
-        IMAGES["mmdet"]
+        DETECTOR_IMAGE
     conda:
         ENV
     script:
@@ -32,7 +33,8 @@ rule evaluate_detector:
         eval=f"{RESULTS}/detector/eval/eval.json",
     params:
         detector=config["detector"],
-        code=code_version("detect"),
+        seed=config["seed"],
+        code=code_version("scripts/evaluate_detector.py"),
     log:
         f"{LOGS}/detector/evaluate.log",
     threads: 2
@@ -40,7 +42,7 @@ rule evaluate_detector:
         mem_mb=8000,
         runtime=240,
     container:
-        IMAGES["mmdet"]
+        DETECTOR_IMAGE
     conda:
         ENV
     script:

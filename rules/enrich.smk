@@ -13,7 +13,7 @@ rule enrich_chunk:
         counts=f"{RESULTS}/enrich/{{chunk}}/counts.json",
     params:
         enrich=config["enrich"],
-        code=code_version("enrich", "data/prompts"),
+        code=code_version("scripts/enrich_chunk.py"),
     log:
         f"{LOGS}/enrich/{{chunk}}.log",
     threads: 1
@@ -38,6 +38,7 @@ rule enrich_summary:
         rejections=f"{RESULTS}/enrich/rejections.parquet",
     params:
         stage="enrich",
+        code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/enrich/summary.log",
     threads: 1

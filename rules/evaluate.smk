@@ -12,7 +12,7 @@ rule evaluate_encoder:
     params:
         evaluate=config["evaluate"],
         seed=config["seed"],
-        code=code_version("encoders/evaluate.py"),
+        code=code_version("scripts/evaluate_encoder.py"),
     log:
         f"{LOGS}/evaluate/{{run}}.log",
     threads: 1

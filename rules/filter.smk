@@ -9,7 +9,8 @@ rule phash_chunk:
         f"{RESULTS}/filter/{{chunk}}/phash.parquet",
     params:
         filter=config["filter"],
-        code=code_version("filter", "data/modality"),
+        seed=config["seed"],
+        code=code_version("scripts/phash_chunk.py"),
     log:
         f"{LOGS}/filter/phash-{{chunk}}.log",
     threads: 1
@@ -31,7 +32,7 @@ rule find_duplicates:
         f"{RESULTS}/filter/duplicates.parquet",
     params:
         dedup=config["filter"]["dedup"],
-        code=code_version("filter/phash.py", "filter/stage.py"),
+        code=code_version("scripts/find_duplicates.py"),
     log:
         f"{LOGS}/filter/find_duplicates.log",
     threads: 1
@@ -48,16 +49,17 @@ rule find_duplicates:
 
 rule filter_chunk:
     input:
+        unpack(corpus_duplicates_input),
         enriched=f"{RESULTS}/enrich/{{chunk}}/enriched.parquet",
         phash=f"{RESULTS}/filter/{{chunk}}/phash.parquet",
-        duplicates=f"{RESULTS}/filter/duplicates.parquet",
     output:
         dataset=f"{RESULTS}/filter/{{chunk}}/dataset.parquet",
         rejections=f"{RESULTS}/filter/{{chunk}}/rejections.parquet",
         counts=f"{RESULTS}/filter/{{chunk}}/counts.json",
     params:
         filter=config["filter"],
-        code=code_version("filter", "data/modality"),
+        seed=config["seed"],
+        code=code_version("scripts/filter_chunk.py"),
     log:
         f"{LOGS}/filter/{{chunk}}.log",
     threads: 1
@@ -81,6 +83,7 @@ rule filter_summary:
         rejections=f"{RESULTS}/filter/rejections.parquet",
     params:
         stage="filter",
+        code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/filter/summary.log",
     threads: 1

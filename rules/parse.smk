@@ -12,7 +12,7 @@ rule parse_chunk:
         counts=f"{RESULTS}/parse/{{chunk}}/counts.json",
     params:
         parse=config["parse"],
-        code=code_version("jats.py"),
+        code=code_version("scripts/parse_chunk.py"),
     log:
         f"{LOGS}/parse/{{chunk}}.log",
     threads: 1
@@ -36,6 +36,7 @@ rule parse_summary:
         rejections=f"{RESULTS}/parse/rejections.parquet",
     params:
         stage="parse",
+        code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/parse/summary.log",
     threads: 1

@@ -45,7 +45,7 @@ for _name, _inputs in REPORT_INPUTS.items():
             results=lambda wc, output: str(Path(output.html).parent.parent),
             run=RUN,
             report=REPORT,
-            code=code_version("report"),
+            code=code_version("scripts/report.py", f"notebooks/{_name}.ipynb"),
         log:
             f"{LOGS}/report/{_name}.log",
         threads: 1

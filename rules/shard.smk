@@ -9,7 +9,7 @@ rule shard:
     params:
         shard=config["shard"],
         seed=config["seed"],
-        code=code_version("shard.py"),
+        code=code_version("scripts/shard.py"),
     log:
         f"{LOGS}/shard/shard.log",
     threads: 1

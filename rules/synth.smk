@@ -21,7 +21,7 @@ rule render_shard:
         start=lambda wc: SYNTH_SPLITS[wc.split][1],
         synth=config["synth"],
         seed=config["seed"],
-        code=code_version("synth"),
+        code=code_version("scripts/render_shard.py"),
     log:
         f"{LOGS}/synth/{{split}}-{{shard}}.log",
     threads: 1
@@ -45,6 +45,8 @@ rule render_merge:
     output:
         annotations=f"{RESULTS}/synth/{{split}}/annotations.json",
         counts=f"{RESULTS}/synth/{{split}}/counts.json",
+    params:
+        code=code_version("scripts/render_merge.py"),
     log:
         f"{LOGS}/synth/{{split}}-merge.log",
     threads: 1

@@ -9,7 +9,7 @@ rule train_encoder:
     params:
         train=config["train"],
         seed=config["seed"],
-        code=code_version("encoders/train.py", "data/openclip"),
+        code=code_version("scripts/train_encoder.py"),
     log:
         f"{LOGS}/train/{{run}}.log",
     threads: 1

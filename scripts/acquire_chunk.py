@@ -1,7 +1,7 @@
 """Rule acquire_chunk: download and verify one chunk's articles (pmcflow.pmc.stage)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import log_to_file, params_config
 
 log_to_file(snakemake.log.log)  # noqa: F821 - injected by Snakemake
 
@@ -9,7 +9,7 @@ from pmcflow.pmc.stage import acquire_chunk  # noqa: E402
 
 sm = snakemake  # noqa: F821
 acquire_chunk(
-    sm.config,
+    params_config(sm.params, "source", "select", "http"),
     sm.wildcards.chunk,
     sm.input.listing,
     str(Path(sm.output.articles).parent),

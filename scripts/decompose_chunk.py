@@ -1,16 +1,15 @@
 """Rule decompose_chunk: detector over figure graphics -> subfigures + crops (pmcflow.decompose)."""
-import copy
 import json
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import log_to_file, params_config
 
 log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
 
 from pmcflow.decompose.stage import decompose_chunk  # noqa: E402
 
 sm = snakemake  # noqa: F821
-cfg = copy.deepcopy(sm.config)
+cfg = params_config(sm.params, "decompose")
 if "model" in sm.input.keys():  # decompose.checkpoint == "trained": the detector this run trained
     trained = json.loads((Path(sm.input.model) / "train.json").read_text())
     cfg["decompose"]["backend"] = trained["backend"]

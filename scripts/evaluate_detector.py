@@ -1,13 +1,14 @@
 """Rule evaluate_detector: mAP/F1 on the synthetic holdout and every configured set."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import log_to_file, params_config
 
 log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
 
 from pmcflow.detect.stage import eval_sets_from_config, evaluate_stage  # noqa: E402
 
 sm = snakemake  # noqa: F821
-sets = eval_sets_from_config(sm.config, str(Path(sm.input.holdout).parent))
+cfg = params_config(sm.params, "detector", "seed")
+sets = eval_sets_from_config(cfg, str(Path(sm.input.holdout).parent))
 trained = str(Path(sm.input.model) / "train.json") if "model" in sm.input.keys() else None
-evaluate_stage(sm.config, sets, str(Path(sm.output.eval).parent), trained_json=trained)
+evaluate_stage(cfg, sets, str(Path(sm.output.eval).parent), trained_json=trained)

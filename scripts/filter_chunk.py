@@ -1,7 +1,7 @@
 """Rule filter_chunk: enriched rows -> dataset rows + rejections (pmcflow.filter)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import log_to_file, params_config
 
 log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
 
@@ -9,10 +9,10 @@ from pmcflow.filter.stage import filter_chunk  # noqa: E402
 
 sm = snakemake  # noqa: F821
 filter_chunk(
-    sm.config,
+    params_config(sm.params, "filter", "seed"),
     sm.wildcards.chunk,
     sm.input.enriched,
     str(Path(sm.output.dataset).parent),
-    duplicates_path=sm.input.duplicates,
+    duplicates_path=sm.input.duplicates if "duplicates" in sm.input.keys() else None,
     phash_path=sm.input.phash,
 )

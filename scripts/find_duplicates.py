@@ -6,4 +6,4 @@ log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
 from pmcflow.filter.stage import find_duplicates  # noqa: E402
 
 sm = snakemake  # noqa: F821
-find_duplicates(sm.config, list(sm.input), sm.output[0])
+find_duplicates({"filter": {"dedup": dict(sm.params.dedup)}}, list(sm.input), sm.output[0])

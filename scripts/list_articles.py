@@ -1,10 +1,10 @@
 """Rule list_articles: enumerate article versions and assign chunks (pmcflow.pmc.stage)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import log_to_file, params_config
 
 log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
 
 from pmcflow.pmc.stage import list_articles  # noqa: E402
 
-list_articles(snakemake.config, str(Path(snakemake.output.listing).parent))  # noqa: F821
+list_articles(params_config(snakemake.params, "source", "select", "chunking", "http"), str(Path(snakemake.output.listing).parent))  # noqa: F821

@@ -1,9 +1,9 @@
 """Rule phash_chunk: per-row filter checks, modality and perceptual hash (pmcflow.filter)."""
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import log_to_file, params_config
 
 log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
 
 from pmcflow.filter.stage import phash_chunk  # noqa: E402
 
 sm = snakemake  # noqa: F821
-phash_chunk(sm.config, sm.wildcards.chunk, sm.input.enriched, sm.output[0])
+phash_chunk(params_config(sm.params, "filter", "seed"), sm.wildcards.chunk, sm.input.enriched, sm.output[0])

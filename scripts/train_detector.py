@@ -1,11 +1,11 @@
 """Rule train_detector: train detector.backend on the rendered figures (pmcflow.detect.stage)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import log_to_file, params_config
 
 log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
 
 from pmcflow.detect.stage import train_stage  # noqa: E402
 
 sm = snakemake  # noqa: F821
-train_stage(sm.config, str(Path(sm.input.train).parent), str(Path(sm.input.val).parent), sm.output[0])
+train_stage(params_config(sm.params, "detector", "seed"), str(Path(sm.input.train).parent), str(Path(sm.input.val).parent), sm.output[0])

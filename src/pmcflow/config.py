@@ -52,6 +52,26 @@ def _fill_defaults(instance: Any, schema: Mapping[str, Any]) -> Any:
     return instance
 
 
+def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """``cfg[name]`` with the schema's defaults filled in and checked against the schema: the one
+    place a section's defaults, types and ranges live.
+
+    Stages that accept a partial config (library and CLI callers) read their section through this,
+    so a stage never carries a second copy of a default that could disagree with the schema. An
+    unknown key or a bad value raises :class:`ConfigError` naming its path (``shard.splits``).
+    """
+    props = load_schema().get("properties") or {}
+    if name not in props:
+        raise ConfigError(f"no config section {name!r} in the schema")
+    out = _fill_defaults(copy.deepcopy(dict(cfg.get(name) or {})), props[name])
+    validator = jsonschema.Draft202012Validator(props[name])
+    errors = sorted(validator.iter_errors(out), key=lambda e: list(e.absolute_path))
+    if errors:
+        msgs = [f"{'.'.join([name, *map(str, e.absolute_path)])}: {e.message}" for e in errors]
+        raise ConfigError("invalid configuration: " + "; ".join(msgs))
+    return out
+
+
 def deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """Merge ``override`` into a copy of ``base`` (dicts recursively, everything else replaced)."""
     out = copy.deepcopy(base)

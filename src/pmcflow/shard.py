@@ -53,6 +53,8 @@ import pyarrow.parquet as pq
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from pmcflow import schema as S
+from pmcflow.config import ConfigError
+from pmcflow.config import section as config_section
 from pmcflow.tables import (
     Rejections,
     counts_record,
@@ -65,23 +67,6 @@ from pmcflow.tables import (
 
 STAGE = "shard"
 
-# Defaults of the proposed ``shard:`` config section (see docs/shard-train-eval.md).
-DEFAULTS: dict[str, Any] = {
-    "text_fields": ["subcaption", "summary"],
-    "text_separator": " ",
-    "text_max_chars": None,
-    "splits": {"train": 0.95, "val": 0.025, "test": 0.025},
-    "split_key": "pmcid",
-    "max_samples_per_shard": 10000,
-    "max_bytes_per_shard": 1_000_000_000,
-    "verify_images": "decode",
-    "other_formats": "reencode-png",
-    "max_image_pixels": 100_000_000,
-    "mtime": 0,
-}
-
-TEXT_FIELDS_ALLOWED = ("subcaption", "summary", "caption", "caption_title", "figure_label")
-SPLIT_KEYS_ALLOWED = ("pmcid", "article_uid")
 # Pillow format name -> WebDataset extension open_clip reads ("jpg;png;jpeg;webp").
 NATIVE_FORMATS = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp"}
 TAR_BLOCK = 512
@@ -99,36 +84,20 @@ class ShardConfigError(ValueError):
 # Configuration
 # ----------------------------------------------------------------------------------------------
 def resolve_config(cfg_shard: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Fill defaults and check the ``shard`` section; returns a new dict."""
-    cfg = dict(DEFAULTS)
-    cfg.update(dict(cfg_shard or {}))
-    unknown = sorted(set(cfg) - set(DEFAULTS))
-    if unknown:
-        raise ShardConfigError(f"unknown shard keys: {unknown}")
-    fields = list(cfg["text_fields"])
-    if not fields or any(f not in TEXT_FIELDS_ALLOWED for f in fields):
-        raise ShardConfigError(f"text_fields must be a non-empty list from {TEXT_FIELDS_ALLOWED}: {fields}")
-    cfg["text_fields"] = fields
+    """The ``shard`` section with the schema's defaults, checked; returns a new dict.
+
+    Types, enums and ranges come from config/schema/config.schema.yaml (:func:`pmcflow.config.section`);
+    what the schema cannot say is checked here: the split fractions sum to 1.
+    """
+    try:
+        cfg = config_section({"shard": dict(cfg_shard or {})}, "shard")
+    except ConfigError as exc:
+        raise ShardConfigError(str(exc)) from None
+    cfg["text_fields"] = list(cfg["text_fields"])
     splits = {str(k): float(v) for k, v in dict(cfg["splits"]).items()}
-    if (
-        not splits
-        or any(v < 0 for v in splits.values())
-        or not math.isclose(sum(splits.values()), 1.0, abs_tol=1e-6)
-    ):
-        raise ShardConfigError(f"splits must be non-negative fractions summing to 1: {splits}")
-    if any(not re.fullmatch(r"[a-z][a-z0-9_]*", k) for k in splits):
-        raise ShardConfigError(f"split names must match [a-z][a-z0-9_]*: {sorted(splits)}")
+    if not math.isclose(sum(splits.values()), 1.0, abs_tol=1e-6):
+        raise ShardConfigError(f"shard.splits: fractions must sum to 1: {splits}")
     cfg["splits"] = splits
-    if cfg["split_key"] not in SPLIT_KEYS_ALLOWED:
-        raise ShardConfigError(f"split_key must be one of {SPLIT_KEYS_ALLOWED}")
-    if cfg["max_samples_per_shard"] is not None and int(cfg["max_samples_per_shard"]) < 1:
-        raise ShardConfigError("max_samples_per_shard must be >= 1 or null")
-    if cfg["max_bytes_per_shard"] is not None and int(cfg["max_bytes_per_shard"]) < TAR_RECORD:
-        raise ShardConfigError(f"max_bytes_per_shard must be >= {TAR_RECORD} or null")
-    if cfg["verify_images"] not in ("decode", "header"):
-        raise ShardConfigError("verify_images must be 'decode' or 'header'")
-    if cfg["other_formats"] not in ("reencode-png", "reject"):
-        raise ShardConfigError("other_formats must be 'reencode-png' or 'reject'")
     return cfg
 
 
@@ -610,23 +579,6 @@ def hf_webdataset_features(tar_paths: Sequence[str | os.PathLike[str]], max_samp
 # ----------------------------------------------------------------------------------------------
 # Command line: ``pmcflow shard``
 # ----------------------------------------------------------------------------------------------
-def load_section(
-    config_files: Sequence[str], overrides: Sequence[str], section: str
-) -> tuple[dict[str, Any], int]:
-    """Read ``section`` and ``seed`` from workflow YAML files + ``KEY=VALUE`` overrides (no schema)."""
-    import yaml
-
-    from pmcflow.config import deep_merge, parse_override
-
-    merged: dict[str, Any] = {}
-    for path in config_files:
-        with open(path, encoding="utf-8") as fh:
-            merged = deep_merge(merged, yaml.safe_load(fh) or {})
-    for ov in overrides:
-        merged = deep_merge(merged, parse_override(ov))
-    return dict(merged.get(section) or {}), int(merged.get("seed", 0))
-
-
 def cli(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pmcflow shard", description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="*", help="DATASET Parquet file(s) from the filter stage.")
@@ -638,7 +590,10 @@ def cli(argv: Sequence[str] | None = None) -> int:
         "--base-dir", default=None, help="Directory relative crop paths are resolved against."
     )
     args = parser.parse_args(argv)
-    section, seed = load_section(args.config, args.overrides, "shard")
+    from pmcflow.config import load_config
+
+    config = load_config(args.config, args.overrides)
+    section, seed = config["shard"], int(config["seed"])
     manifest = shard_dataset(
         section, seed if args.seed is None else args.seed, args.datasets, args.out, base_dir=args.base_dir
     )

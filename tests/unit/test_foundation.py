@@ -140,3 +140,18 @@ def test_config_rejects_unknown_and_bad_values() -> None:
 @pytest.mark.parametrize("name", ["config.yaml", "demo.yaml"])
 def test_shipped_configs_validate(name: str) -> None:
     load_config([REPO / "config" / name])
+
+
+def test_stage_config_refuses_sections_the_rule_did_not_pass() -> None:
+    from types import SimpleNamespace
+
+    from pmcflow.workflow import params_config
+
+    cfg = params_config(SimpleNamespace(parse={"max_xml_mb": 1}, seed=3), "parse", "seed")
+    assert cfg["parse"] == {"max_xml_mb": 1} and cfg.get("seed") == 3
+    with pytest.raises(KeyError, match="not passed to this rule"):
+        cfg.get("filter", {})
+    with pytest.raises(KeyError, match="not passed to this rule"):
+        cfg["source"]
+    with pytest.raises(KeyError, match="no params named"):
+        params_config(SimpleNamespace(parse={}), "parse", "seed")

@@ -100,8 +100,19 @@ def test_text_field_ablations() -> None:
     assert SH.compose_text(row, ["caption"], " ", max_chars=6) == "Figure"
     with pytest.raises(SH.ShardConfigError):
         SH.resolve_config({"text_fields": ["nope"]})
-    with pytest.raises(SH.ShardConfigError):
+    with pytest.raises(SH.ShardConfigError, match="must sum to 1"):
         SH.resolve_config({"splits": {"train": 0.5}})
+    # Types, enums and unknown keys come from the schema, with the key's path in the message.
+    for bad, path in (
+        ({"text_max_chars": "abc"}, "shard.text_max_chars"),
+        ({"verify_images": "quick"}, "shard.verify_images"),
+        ({"splits": {"Train": 1.0}}, "shard.splits"),
+        ({"max_samples_per_shard": 0}, "shard.max_samples_per_shard"),
+        ({"bogus": 1}, "shard: Additional properties"),
+    ):
+        with pytest.raises(SH.ShardConfigError, match=path):
+            SH.resolve_config(bad)
+    assert SH.resolve_config({})["max_bytes_per_shard"] == 1_000_000_000  # the schema's default
 
 
 def test_deterministic_byte_identical(toy: Path, tmp_path: Path) -> None:
@@ -336,3 +347,4 @@ def test_meta_json_never_contains_nan() -> None:
     blob = SH._dump_meta({"b": float("nan"), "a": [1.0, float("inf")], "c": "x"})
     assert json.loads(blob) == {"a": [1.0, None], "b": None, "c": "x"}
     assert blob == b'{"a":[1.0,null],"b":null,"c":"x"}'
+

@@ -18,28 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from pmcflow import tables as T
+from pmcflow.config import section as config_section
 from pmcflow.detect.base import get_detector, run_detection
 from pmcflow.detect.default import default_detector
 from pmcflow.detect.evaluate import evaluate, summary, write_report
 
 log = logging.getLogger(__name__)
 
-DEFAULTS: dict[str, Any] = {
-    "train": True,
-    "backend": "ultralytics",
-    "params": {},
-    "score_threshold": 0.2,
-    "nms_iou": 0.2,
-    "batch_size": 8,
-    "eval": {"iou": 0.5, "demo_figures": "", "real_coco": []},
-}
-
-
 def section(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    sec = dict(cfg.get("detector") or {})
-    out = {k: sec.get(k, v) for k, v in DEFAULTS.items()}
-    out["eval"] = {**DEFAULTS["eval"], **(sec.get("eval") or {})}
-    return out
+    """The ``detector`` section with the schema's defaults (config/schema/config.schema.yaml)."""
+    return config_section(cfg, "detector")
 
 
 def train_stage(cfg: Mapping[str, Any], train_dir: str, val_dir: str | None, out_dir: str) -> dict[str, Any]:

@@ -493,7 +493,7 @@ def _finite(obj: Any) -> Any:
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
-    from pmcflow.shard import load_section
+    from pmcflow.config import load_config
 
     parser = argparse.ArgumentParser(prog="pmcflow evaluate-encoder", description=__doc__.splitlines()[0])
     parser.add_argument("--train-dir", required=True, help="Output directory of `pmcflow train-encoder`.")
@@ -504,7 +504,8 @@ def cli(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(argv)
-    section, seed = load_section(args.config, args.overrides, "evaluate")
+    config = load_config(args.config, args.overrides)  # the workflow's loader: schema, defaults
+    section, seed = config["evaluate"], int(config["seed"])
     res = evaluate_encoder(
         section,
         seed if args.seed is None else args.seed,

@@ -505,7 +505,7 @@ def _versions() -> dict[str, str]:
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
-    from pmcflow.shard import load_section
+    from pmcflow.config import load_config
 
     parser = argparse.ArgumentParser(prog="pmcflow train-encoder", description=__doc__.splitlines()[0])
     parser.add_argument("--shards", required=True, help="Output directory of `pmcflow shard`.")
@@ -517,7 +517,8 @@ def cli(argv: Sequence[str] | None = None) -> int:
         "--dry-run", action="store_true", help="Write the command to train.json; do not train."
     )
     args = parser.parse_args(argv)
-    section, seed = load_section(args.config, args.overrides, "train")
+    config = load_config(args.config, args.overrides)  # the workflow's loader: schema, defaults
+    section, seed = config["train"], int(config["seed"])
     rec = train_encoder(
         section, seed if args.seed is None else args.seed, args.shards, args.out, dry_run=args.dry_run
     )

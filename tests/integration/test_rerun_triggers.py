@@ -1,0 +1,128 @@
+"""Rerun triggers are derived from the code: edit one module (or one config key) of a finished demo
+run, and exactly the rules whose code reaches it rerun, with their descendants; nothing else.
+
+A dry run cannot plan past a checkpoint that is about to rerun, so the cases avoid modules that
+reach ``list_articles`` (the acquisition package); ``test_reruns.py`` runs that path for real.
+The expectations below are written by hand from what each stage runs (they are not computed with
+``pmcflow.closure``, the code under test). The descendants of a rule come from Snakemake itself:
+``snakemake -n --forcerun RULE`` plans that rule and everything downstream of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pmcflow.hpc import workflow as wf
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = ["--configfile", "config/demo.yaml", "config/ci.yaml"]
+FILTER_RULES = {"phash_chunk", "find_duplicates", "filter_chunk"}
+DETECTOR_RULES = {"train_detector", "evaluate_detector"}
+REPORTS = {"report_dataset", "report_detector", "report_enrichment", "report_training"}
+
+# module (under src/pmcflow) -> the rules whose own code runs it. The cases the hand-kept lists
+# used to miss come first (issue: partial reruns miss code changes).
+CASES: dict[str, set[str]] = {
+    # open_clip's sample order is set here, so it decides the weights.
+    "encoders/launch.py": {"train_encoder"},
+    # caption panel letters: decompose reads them; the renderer draws them.
+    "synth/labels.py": {"decompose_chunk", "render_shard", "render_merge"},
+    # the filter stage reads JATS helpers and images (and pmc.select's licences: that module also
+    # reaches the list_articles checkpoint, past which a dry run cannot plan; tests/unit/test_closure.py).
+    "jats.py": {"parse_chunk"} | FILTER_RULES,
+    "detect/images.py": {"decompose_chunk"} | DETECTOR_RULES | FILTER_RULES,
+    # a prompt file is data the enrich stage opens, not an import
+    "data/prompts/subcaption_fig7.txt": {"enrich_chunk"},
+    # the shard writer is imported by training and evaluation to read the shards back
+    "shard.py": {"shard", "train_encoder", "evaluate_encoder"},
+    "report/plots.py": REPORTS,
+    # used by no rule: nothing reruns
+    "hpc/slurm.py": set(),
+}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    work = wf.copy_workflow(REPO, tmp_path_factory.mktemp("triggers") / "wf")
+    proc = wf.snakemake(work, ["--cores", "2", *CONFIG], timeout=1500)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    assert wf.dry_run(work, CONFIG) == [], "a finished DAG must plan nothing"
+    return work
+
+
+_FORCED: dict[str, set[str]] = {}
+
+
+def _with_descendants(work: Path, rules: set[str]) -> set[str]:
+    keys: set[str] = set()
+    for rule in sorted(rules):
+        if rule not in _FORCED:
+            _FORCED[rule] = {j.key for j in wf.dry_run(work, [*CONFIG, "--forcerun", rule])}
+            assert any(k.split("[")[0] == rule for k in _FORCED[rule]), (rule, _FORCED[rule])
+        keys |= _FORCED[rule]
+    return keys
+
+
+@pytest.mark.parametrize("module", sorted(CASES))
+def test_editing_a_module_reruns_exactly_its_stages(work, module):
+    path = work / "src" / "pmcflow" / module
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + (b"\n# edited\n" if path.suffix == ".py" else b"\n"))
+        planned = wf.dry_run(work, CONFIG)
+    finally:
+        path.write_bytes(original)
+    expected = _with_descendants(work, CASES[module])
+    got = {j.key for j in planned}
+    assert got == expected, {"missing": sorted(expected - got), "extra": sorted(got - expected)}
+    assert all("params" in j.reason.lower() or "updated" in j.reason.lower() for j in planned), planned
+    assert wf.dry_run(work, CONFIG) == []  # reverting the edit reverts the plan
+
+
+def test_every_rule_hashes_its_own_script(repo_root):
+    """Each rule's `code` param names the rule's own script (and a report, its notebook)."""
+    import re
+
+    for smk in sorted((repo_root / "rules").glob("*.smk")):
+        text = smk.read_text()
+        for block in re.split(r"(?m)^(?=(?:rule|checkpoint) |    rule:)", text):
+            m = re.search(r'script:\s*\n\s*"\.\./(scripts/\w+\.py)"', block)
+            if not m:
+                continue
+            code = re.search(r"code=code_version\(([^)]*)\)", block)
+            assert code, f"{smk.name}: a rule running {m.group(1)} has no code param"
+            assert code.group(1).split(",")[0].strip().strip('"') == m.group(1), (smk.name, code.group(1))
+
+
+@pytest.mark.parametrize(
+    ("overlay", "rules"),
+    [
+        # read by acquisition only; it used to be missing from acquire_chunk's params
+        ("source:\n  media_types: [jpg, png]\n", {"acquire_chunk"}),
+        ("source:\n  verify_images: false\n", {"acquire_chunk"}),
+        # detector training and the modality classifier are seeded
+        ("seed: 7\n", {"render_shard", "train_detector", "evaluate_detector", "shard", "train_encoder",
+                       "evaluate_encoder", "phash_chunk", "filter_chunk"}),
+    ],
+)
+def test_a_config_key_reruns_the_stages_that_read_it(work, tmp_path, overlay, rules):
+    extra = tmp_path / "overlay.yaml"
+    extra.write_text(overlay)
+    planned = {j.key for j in wf.dry_run(work, [*CONFIG, str(extra)])}
+    expected = _with_descendants(work, rules)
+    assert planned == expected, {"missing": sorted(expected - planned), "extra": sorted(planned - expected)}
+
+
+def test_chunk_scope_dedup_needs_no_corpus_job(work, tmp_path):
+    """filter.dedup.scope is read by the workflow: chunk scope plans no find_duplicates job."""
+    extra = tmp_path / "scope.yaml"
+    extra.write_text("filter:\n  dedup:\n    scope: chunk\n")
+    planned = wf.dry_run(work, [*CONFIG, str(extra)])
+    rules = {j.rule for j in planned}
+    assert "find_duplicates" not in rules and "filter_chunk" in rules, sorted(rules)
+    chunks = {j.key for j in planned if j.rule == "phash_chunk"}
+    assert {j.key.replace("filter_chunk", "phash_chunk") for j in planned if j.rule == "filter_chunk"} == chunks
