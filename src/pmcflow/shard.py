@@ -55,8 +55,10 @@ from PIL import Image, ImageFile, UnidentifiedImageError
 from pmcflow import schema as S
 from pmcflow.config import ConfigError
 from pmcflow.config import section as config_section
+from pmcflow.datacard import dataset_card, sample_json_schema
 from pmcflow.tables import (
     Rejections,
+    atomic_open,
     counts_record,
     file_sha256,
     temp_sibling,
@@ -523,6 +525,10 @@ def shard_dataset(
         "n_articles": {n: len({r["pmcid"] for r in index_rows if r["split"] == n}) for n in split_names},
     }
     write_json(out / "manifest.json", manifest)
+    title = f"pmcflow {out.parent.name if out.name == 'shards' else out.name}"  # results/<run>/shards
+    card = dataset_card(manifest, index_rows, sample_json_schema(table.schema), name=title)
+    with atomic_open(out / "README.md", "w", encoding="utf-8") as fh:
+        fh.write(card)
     manifest["elapsed_s"] = time.perf_counter() - t0
     return manifest
 

@@ -140,6 +140,27 @@ def test_filter_shards_training_and_reports(demo_run: Path) -> None:
             assert 0.0 <= m["map"] <= 1.0 and 0.0 <= m["f1"] <= 1.0
 
 
+def test_demo_dataset_loads_in_hf_datasets_as_is(demo_run: Path, tmp_path: Path) -> None:
+    """The demo's shard folder, copied elsewhere, loads with `datasets.load_dataset(folder)` alone:
+    the dataset card declares the splits and types (the webdataset builder's inference fails here)."""
+    import shutil
+
+    import datasets
+
+    shards = demo_run / "results" / "shards"
+    copy = tmp_path / "copied" / "shards"
+    shutil.copytree(shards, copy)
+    ds = datasets.load_dataset(str(copy), cache_dir=str(tmp_path / "hf"))
+    sizes = {p.parent.name: sum(json.loads(p.read_text()).values()) for p in shards.glob("*/sizes.json")}
+    assert {k: v.num_rows for k, v in ds.items()} == {k: n for k, n in sizes.items() if n}
+    index = pl.read_parquet(shards / "index.parquet")
+    for split, part in ds.items():
+        keys = set(part["__key__"])
+        assert keys == set(index.filter(pl.col("split") == split)["key"].to_list()), split
+        row = part[0]
+        assert row["txt"] == row["json"]["text"] and row["json"]["split"] == split
+
+
 def test_a_second_run_gives_the_same_bytes(demo_run: Path) -> None:
     """The whole DAG again, from nothing, in the same place: every output matches the first run's
     (pmcflow.repro: only training logs and wall-clock fields may differ).  Runs last: it replaces
