@@ -7,8 +7,13 @@ imported lazily so ``pmcflow jats`` does not pay for torch.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+# Errors a user causes (a missing file, a bad value, an invalid config): one line and exit 1, not a
+# traceback. PMCFLOW_TRACEBACK=1 shows the traceback. Anything else is a bug and keeps its traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError)
 
 # name -> (module, function, one-line help).  The function takes argv (list[str]) and returns an
 # exit code; it builds its own argparse parser so each stage owns its options.
@@ -67,7 +72,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     module, func, _ = COMMANDS[name]
     fn = getattr(importlib.import_module(module), func)
-    return int(fn(rest) or 0)
+    try:
+        return int(fn(rest) or 0)
+    except KeyboardInterrupt:
+        print(f"pmcflow {name}: interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as exc:
+        if os.environ.get("PMCFLOW_TRACEBACK"):
+            raise
+        print(f"pmcflow {name}: error: {one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception as one line: its message (multi-line messages joined), else its type."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    if isinstance(exc, FileNotFoundError) and exc.strerror is None:  # raised with only a path
+        return f"no such file or directory: {text}"
+    if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in text:
+        text = f"{text}: {exc.filename}"
+    return text or type(exc).__name__
 
 
 if __name__ == "__main__":

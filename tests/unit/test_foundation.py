@@ -142,6 +142,27 @@ def test_shipped_configs_validate(name: str) -> None:
     load_config([REPO / "config" / name])
 
 
+def test_cli_user_errors_are_one_line_and_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from pmcflow.cli import main
+
+    monkeypatch.delenv("PMCFLOW_TRACEBACK", raising=False)
+    assert main(["shard", str(tmp_path / "missing.parquet"), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"pmcflow shard: error: no such file or directory: {tmp_path / 'missing.parquet'}"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("detector:\n  backend: nope\n")
+    assert main(["outputs", "--config", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "detector.backend" in err and "Traceback" not in err
+    # every input missing is a failure even without --strict
+    assert main(["detect", "--backend", "xycut", "--out", str(tmp_path / "p.json"), str(tmp_path / "x.png")]) == 1
+    assert "none of the 1 images could be read" in capsys.readouterr().err
+    monkeypatch.setenv("PMCFLOW_TRACEBACK", "1")
+    with pytest.raises(FileNotFoundError):
+        main(["shard", str(tmp_path / "missing.parquet"), "--out", str(tmp_path / "o")])
+
+
 def test_stage_config_refuses_sections_the_rule_did_not_pass() -> None:
     from types import SimpleNamespace
 

@@ -120,6 +120,10 @@ def detect(argv: Sequence[str]) -> int:
         f"pmcflow detect: {len(results) - len(errors)}/{len(results)} images, {len(rows)} boxes -> {args.out}",
         file=sys.stderr,
     )
+    # Nothing detected because nothing could be read is a failure, --strict or not.
+    if results and len(errors) == len(results):
+        print(f"pmcflow detect: error: none of the {len(results)} images could be read", file=sys.stderr)
+        return 1
     return 1 if (args.strict and errors) else 0
 
 
