@@ -56,6 +56,7 @@ from pmcflow import schema as S
 from pmcflow.config import ConfigError
 from pmcflow.config import section as config_section
 from pmcflow.datacard import dataset_card, sample_json_schema
+from pmcflow.seeding import seed_digest, unit_uniform
 from pmcflow.tables import (
     Rejections,
     atomic_open,
@@ -106,17 +107,12 @@ def resolve_config(cfg_shard: Mapping[str, Any] | None) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 # Pure helpers: split assignment, order, keys, text, tar sizes
 # ----------------------------------------------------------------------------------------------
-def _unit_hash(seed: int, purpose: str, item: str) -> float:
-    digest = hashlib.sha256(f"{seed}\x1f{STAGE}-{purpose}\x1f{item}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
-
-
 def assign_split(seed: int, group: str, splits: Mapping[str, float]) -> str:
     """The split of one article group: a uniform draw from (seed, group) against cumulative fractions.
 
     Split names are visited in sorted order so the result does not depend on dict order.
     """
-    u = _unit_hash(seed, "split", group)
+    u = unit_uniform(seed, f"{STAGE}-split", group)
     names = sorted(n for n, f in splits.items() if f > 0)
     acc = 0.0
     for name in names:
@@ -128,7 +124,7 @@ def assign_split(seed: int, group: str, splits: Mapping[str, float]) -> str:
 
 def order_key(seed: int, uid: str) -> str:
     """Position of a sample inside its split (a seeded shuffle that is stable per item)."""
-    return hashlib.sha256(f"{seed}\x1f{STAGE}-order\x1f{uid}".encode()).hexdigest()
+    return seed_digest(seed, f"{STAGE}-order", uid).hex()
 
 
 def sample_key(uid: str) -> str:

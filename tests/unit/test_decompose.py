@@ -19,8 +19,8 @@ from pmcflow.decompose.order import assign_labels, reading_order
 from pmcflow.decompose.stage import clip_boxes, is_single_panel, plan_subfigures, settings
 from pmcflow.detect.base import Box
 from pmcflow.detect.evaluate import iou_matrix
+from pmcflow.seeding import rng_for
 from pmcflow.synth.compose import compose, sample_figure
-from pmcflow.synth.seeding import rng_for
 from pmcflow.synth.sources import builtin_pool
 
 CFG = {"decompose": {"backend": "xycut", "checkpoint": None, "label_reading": False}}

@@ -25,8 +25,8 @@ from pmcflow.decompose.labelreader import (  # noqa: E402
 )
 from pmcflow.decompose.train_labelreader import char_boxes  # noqa: E402
 from pmcflow.detect.evaluate import iou_matrix  # noqa: E402
+from pmcflow.seeding import rng_for  # noqa: E402
 from pmcflow.synth.compose import compose, sample_figure  # noqa: E402
-from pmcflow.synth.seeding import rng_for  # noqa: E402
 from pmcflow.synth.sources import builtin_pool  # noqa: E402
 
 

@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from pmcflow.seeding import derive_seed, rng_for
 from pmcflow.synth import labels as L
 from pmcflow.synth.compose import FigureParams, compose, sample_figure
 from pmcflow.synth.layout import LayoutParams, boxes_overlap, sample_layout
 from pmcflow.synth.render import figure_indices, merge_shards, png_bytes, render
-from pmcflow.synth.seeding import derive_seed, rng_for
 from pmcflow.synth.sources import BadImage, builtin_pool, decode_image, pool_from_config, to_rgb
 
 

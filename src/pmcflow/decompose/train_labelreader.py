@@ -45,9 +45,9 @@ from pmcflow.decompose.labelreader import (
     zone_owner,
 )
 from pmcflow.detect.evaluate import iou_matrix
+from pmcflow.seeding import rng_for
 from pmcflow.synth import labels as L
 from pmcflow.synth.compose import FigureParams, compose, sample_figure
-from pmcflow.synth.seeding import rng_for
 from pmcflow.synth.sources import SourcePool, builtin_pool
 
 STYLES: tuple[str, ...] = ("{U}", "{l}", "({l})", "{l})", "({U})", "{U}.", "{d}{l}", "{l}-{d}")

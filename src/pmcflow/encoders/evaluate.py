@@ -342,11 +342,9 @@ def zero_shot(
 # The stage
 # ----------------------------------------------------------------------------------------------
 def _stable_subsample(keys: Sequence[str], n: int, seed: int) -> list[int]:
-    import hashlib
+    from pmcflow.seeding import seed_digest
 
-    order = sorted(
-        range(len(keys)), key=lambda i: hashlib.sha256(f"{seed}\x1feval\x1f{keys[i]}".encode()).digest()
-    )
+    order = sorted(range(len(keys)), key=lambda i: seed_digest(seed, "eval", keys[i]))
     return sorted(order[:n])
 
 

@@ -15,7 +15,7 @@ image is split spatially instead (the left 70 % for training, the right 30 % hel
 metrics say so (``split`` per class).
 
 Everything is deterministic: every random choice derives from ``(seed, "filter.modality", item)``
-(:func:`pmcflow.synth.seeding.rng_for`), the data order from a seeded ``torch.Generator``, and
+(:func:`pmcflow.seeding.rng_for`), the data order from a seeded ``torch.Generator``, and
 training runs on the CPU with a fixed number of threads.
 """
 
@@ -38,7 +38,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 from pmcflow import tables as T
-from pmcflow.synth.seeding import rng_for
+from pmcflow.seeding import rng_for
 from pmcflow.synth.sources import SourcePool, SourceRef, builtin_pool, pool_from_config
 
 log = logging.getLogger(__name__)

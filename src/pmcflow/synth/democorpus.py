@@ -34,9 +34,9 @@ from typing import Any
 from lxml import etree
 from PIL import Image, ImageDraw
 
+from pmcflow.seeding import rng_for
 from pmcflow.synth import labels as L
 from pmcflow.synth.compose import FigureParams, compose, sample_figure
-from pmcflow.synth.seeding import rng_for
 from pmcflow.synth.sources import SourcePool, builtin_pool
 from pmcflow.tables import temp_sibling
 

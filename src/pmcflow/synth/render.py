@@ -1,7 +1,7 @@
 """Render synthetic compound figures with COCO and YOLO annotations (detector training data).
 
 Figure ``i`` of a run is a pure function of ``(seed, i)`` and the source set: its random stream
-is :func:`pmcflow.synth.seeding.rng_for` ``(seed, "synth", i)``, so a 500k render can be a job
+is :func:`pmcflow.seeding.rng_for` ``(seed, "synth", i)``, so a 500k render can be a job
 array (shard ``k`` of ``K`` renders ``i = k, k+K, k+2K, ...``) and :func:`merge_shards`
 combines the shard COCO files into the same annotations a single run would write.
 
@@ -36,8 +36,8 @@ from PIL import Image
 
 from pmcflow import __version__
 from pmcflow import tables as T
+from pmcflow.seeding import rng_for
 from pmcflow.synth.compose import FigureParams, compose, sample_figure
-from pmcflow.synth.seeding import rng_for
 from pmcflow.synth.sources import NoUsableSource, SourcePool, builtin_pool, pool_from_config
 
 STAGE = "render"
