@@ -221,6 +221,32 @@ DATASET = pa.schema(
 )
 
 # --------------------------------------------------------------------------------------
+# Filter steps: per-chunk verdicts and hashes (phash_chunk), corpus-wide duplicates
+# --------------------------------------------------------------------------------------
+PHASHES = pa.schema(
+    [
+        pa.field("subfigure_uid", pa.string(), nullable=False),
+        pa.field("chunk", pa.string()),
+        pa.field("pmcid", pa.string()),
+        pa.field("phash", pa.string()),  # 16 hex digits; null when the crop was not decoded
+        pa.field("modality", pa.string()),
+        pa.field("modality_score", pa.float32()),
+        pa.field("reason", pa.string()),  # first failing check 1-6, null = candidate for the dataset
+        pa.field("detail", pa.string()),
+    ]
+)
+
+DUPLICATES = pa.schema(
+    [
+        pa.field("subfigure_uid", pa.string(), nullable=False),
+        pa.field("duplicate_of", pa.string(), nullable=False),  # the cluster's representative
+        pa.field("distance", pa.int32(), nullable=False),  # Hamming distance to it
+        pa.field("chunk", pa.string()),
+        pa.field("duplicate_of_chunk", pa.string()),
+    ]
+)
+
+# --------------------------------------------------------------------------------------
 # Shard index: one row per WebDataset sample
 # --------------------------------------------------------------------------------------
 SHARD_INDEX = pa.schema(
@@ -249,5 +275,7 @@ ALL_TABLES: dict[str, pa.Schema] = {
     "subfigures": SUBFIGURES,
     "enriched": ENRICHED,
     "dataset": DATASET,
+    "phashes": PHASHES,
+    "duplicates": DUPLICATES,
     "shard_index": SHARD_INDEX,
 }

@@ -4,11 +4,11 @@ Three steps, so near-duplicates are found across the whole corpus, not only insi
 
 1. :func:`phash_chunk` (per chunk) runs checks 1-6 of :mod:`pmcflow.filter.checks` on every
    ENRICHED row -- decoding each crop once, classifying its modality, computing its pHash -- and
-   writes ``phash.parquet`` (:data:`PHASHES`): one row per subfigure with its hash, modality,
+   writes ``phash.parquet`` (:data:`pmcflow.schema.PHASHES`): one row per subfigure with its hash, modality,
    score and the first failing reason (null when the row passed).
 2. :func:`find_duplicates` (global) reads every chunk's ``phash.parquet`` and clusters the rows
    that passed (:func:`pmcflow.filter.phash.cluster_duplicates`), writing ``duplicates.parquet``
-   (:data:`DUPLICATES`): every member of a near-duplicate cluster except its representative (the
+   (:data:`pmcflow.schema.DUPLICATES`): every member of a near-duplicate cluster except its representative (the
    smallest ``subfigure_uid``).  Only rows that passed checks 1-6 take part, so a representative
    is never a row that another check drops.
 3. :func:`filter_chunk` (per chunk) writes the kept rows (DATASET), ``rejections.parquet`` and
@@ -42,30 +42,6 @@ from pmcflow.filter.phash import cluster_duplicates, hex_to_uint64, phash_hex
 log = logging.getLogger(__name__)
 
 STAGE = "filter"
-
-PHASHES = pa.schema(
-    [
-        pa.field("subfigure_uid", pa.string(), nullable=False),
-        pa.field("chunk", pa.string()),
-        pa.field("pmcid", pa.string()),
-        pa.field("phash", pa.string()),  # 16 hex digits; null when the crop was not decoded
-        pa.field("modality", pa.string()),
-        pa.field("modality_score", pa.float32()),
-        pa.field("reason", pa.string()),  # first failing check 1-6, null = candidate for the dataset
-        pa.field("detail", pa.string()),
-    ]
-)
-
-DUPLICATES = pa.schema(
-    [
-        pa.field("subfigure_uid", pa.string(), nullable=False),
-        pa.field("duplicate_of", pa.string(), nullable=False),  # the cluster's representative
-        pa.field("distance", pa.int32(), nullable=False),  # Hamming distance to it
-        pa.field("chunk", pa.string()),
-        pa.field("duplicate_of_chunk", pa.string()),
-    ]
-)
-
 
 @dataclass
 class RowVerdict:
@@ -173,13 +149,13 @@ def phash_chunk(
     *,
     base_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Step 1: checks 1-6 + pHash + modality for one chunk -> ``out_path`` (:data:`PHASHES`)."""
+    """Step 1: checks 1-6 + pHash + modality for one chunk -> ``out_path`` (:data:`pmcflow.schema.PHASHES`)."""
     t0 = time.perf_counter()
     settings = C.FilterSettings.from_config(cfg)
     rows = T.read_rows(enriched_path)
     verdicts = evaluate_rows(settings, rows, base_dir=base_dir)
     out_rows = sorted(_verdict_rows(chunk, verdicts), key=lambda r: r["subfigure_uid"])
-    T.write_table(out_rows, PHASHES, out_path)
+    T.write_table(out_rows, S.PHASHES, out_path)
     n_cand = sum(v.reason is None for v in verdicts)
     log.info("phash %s: %d rows, %d candidates (%.1fs)", chunk, len(rows), n_cand, time.perf_counter() - t0)
     return {"chunk": chunk, "rows": len(rows), "candidates": n_cand, "seconds": round(time.perf_counter() - t0, 3)}
@@ -217,13 +193,13 @@ def find_duplicates(
     paths = list(phash_paths)
     cols = ["subfigure_uid", "chunk", "phash", "reason"]
     parts = [pq.read_table(p, columns=cols) for p in paths]
-    table = pa.concat_tables(parts) if parts else PHASHES.empty_table().select(cols)
+    table = pa.concat_tables(parts) if parts else S.PHASHES.empty_table().select(cols)
     cand = table.filter(pc.and_(pc.is_null(table["reason"]), pc.is_valid(table["phash"])))
     uids = cand["subfigure_uid"].to_pylist()
     rows: list[dict[str, Any]] = []
     if settings.dedup.enabled:
         rows = duplicates_from_hashes(uids, cand["phash"].to_pylist(), cand["chunk"].to_pylist(), settings.dedup.max_hamming)
-    T.write_table(rows, DUPLICATES, out_path)
+    T.write_table(rows, S.DUPLICATES, out_path)
     n_rep = len({r["duplicate_of"] for r in rows})
     stats = {
         "hashes": len(uids),
