@@ -33,6 +33,7 @@ from typing import Any
 from lxml import etree
 
 from pmcflow import schema as S
+from pmcflow.licenses import from_jats
 from pmcflow.tables import Rejections, counts_record, read_rows, write_counts, write_table
 
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
@@ -43,7 +44,6 @@ __all__ = [
     "ParsedArticle",
     "cli",
     "cli_parse_chunk",
-    "normalise_license",
     "panels_from_text",
     "parse_bytes",
     "parse_chunk",
@@ -590,112 +590,6 @@ def _pub_date(meta: etree._Element | None) -> tuple[str | None, int | None]:
     return _iso(chosen), chosen[0]
 
 
-_CC_URL_RE = re.compile(r"creativecommons\.org/(licenses|publicdomain)/([a-z0-9.-]+)", re.IGNORECASE)
-_URL_RE = re.compile(r"https?://[^\s\"'<>)\]]+", re.IGNORECASE)
-
-
-def _cc_from_parts(parts: Iterable[str]) -> str | None:
-    ps = {p for p in parts if p}
-    if "by" not in ps:
-        return None
-    code = "CC BY"
-    if "nc" in ps:
-        code += "-NC"
-    if "sa" in ps:
-        code += "-SA"
-    elif "nd" in ps:
-        code += "-ND"
-    return code
-
-
-def _license_from_url(url: str) -> str | None:
-    m = _CC_URL_RE.search(url)
-    if m is None:
-        return None
-    kind, what = m.group(1).lower(), m.group(2).lower()
-    if kind == "publicdomain":
-        if what.startswith("zero"):
-            return "CC0"
-        if what.startswith("mark"):
-            return "PD"
-        return None
-    if what.startswith("publicdomain"):
-        return "PD"
-    return _cc_from_parts(what.split("-"))
-
-
-def _license_from_type(value: str) -> str | None:
-    v = re.sub(r"[\s_]+", "-", value.strip().lower())
-    if re.fullmatch(r"cc-?(?:0|zero)(?:-\d+(?:\.\d+)*)?", v):
-        return "CC0"
-    v = re.sub(r"-?\d+(?:\.\d+)*$", "", v)  # version suffix: cc-by-4.0
-    if v in {"public-domain", "publicdomain", "pd", "public-domain-mark"}:
-        return "PD"
-    m = re.fullmatch(r"(?:cc-?)?(by(?:-?(?:nc|sa|nd))*)(?:-license|-licence)?", v)
-    if m:
-        return _cc_from_parts(re.findall(r"by|nc|sa|nd", m.group(1)))
-    return None
-
-
-_FREE_CC_TOKEN_RE = re.compile(r"\bcc[\s-]?(by(?:[\s-](?:nc|sa|nd))*)\b", re.IGNORECASE)
-_FREE_ATTRIB_RE = re.compile(r"creative\s+commons\s+attribution", re.IGNORECASE)
-
-
-def _license_from_text(text: str) -> str | None:
-    low = text.lower()
-    m = _FREE_CC_TOKEN_RE.search(text)
-    if m:
-        return _cc_from_parts(re.split(r"[\s-]", m.group(1).lower()))
-    m = _FREE_ATTRIB_RE.search(text)
-    if m:
-        window = low[m.end() : m.end() + 60]
-        parts = ["by"]
-        if re.search(r"non[\s-]?commercial", window):
-            parts.append("nc")
-        if re.search(r"share[\s-]?alike", window):
-            parts.append("sa")
-        elif re.search(r"no[\s-]?deriv", window):
-            parts.append("nd")
-        return _cc_from_parts(parts)
-    if re.search(r"\bcc0\b|creative\s+commons\s+zero|public\s+domain\s+dedication", low):
-        return "CC0"
-    if "public domain" in low:
-        return "PD"
-    return None
-
-
-def normalise_license(
-    hrefs: Sequence[str] = (), types: Sequence[str] = (), texts: Sequence[str] = ()
-) -> tuple[str | None, str | None]:
-    """(code, url) from ``<ali:license_ref>``/``xlink:href`` URLs, ``license-type`` and free text.
-
-    Codes: ``CC0``, ``CC BY``, ``CC BY-SA``, ``CC BY-ND``, ``CC BY-NC``, ``CC BY-NC-SA``,
-    ``CC BY-NC-ND``, ``PD`` (public domain); ``None`` when unrecognised (the URL is kept).
-    URLs win over ``license-type``, which wins over the licence text; inside the text a
-    ``/licenses/`` link wins over a CC0 data waiver mentioned alongside it.
-    """
-    url = next((h.strip() for h in hrefs if h and h.strip()), None)
-    for h in hrefs:
-        code = _license_from_url(h or "")
-        if code:
-            return code, h.strip()
-    for t in types:
-        code = _license_from_type(t or "")
-        if code:
-            return code, url
-    text_urls = [u for t in texts for u in _URL_RE.findall(t)]
-    ranked = sorted(text_urls, key=lambda u: 0 if "/licenses/" in u.lower() else 1)
-    for u in ranked:
-        code = _license_from_url(u)
-        if code:
-            return code, url or u
-    for t in texts:
-        code = _license_from_text(t)
-        if code:
-            return code, url or (text_urls[0] if text_urls else None)
-    return None, url or (text_urls[0] if text_urls else None)
-
-
 def _license(meta: etree._Element | None) -> tuple[str | None, str | None]:
     if meta is None:
         return None, None
@@ -711,7 +605,7 @@ def _license(meta: etree._Element | None) -> tuple[str | None, str | None]:
             hrefs.append(href)
         if lic.get("license-type"):
             types.append(lic.get("license-type", ""))
-    code, url = normalise_license(hrefs, types)
+    code, url = from_jats(hrefs, types)
     if code is not None:
         return code, url  # the licence text is only read when the URLs and types say nothing
     texts: list[str] = []
@@ -719,7 +613,7 @@ def _license(meta: etree._Element | None) -> tuple[str | None, str | None]:
         for p in lic.iter("license-p"):
             texts.append(text_of(p))
             texts.extend(a.get(XLINK_HREF, "") for a in p.iter("ext-link", "uri"))
-    return normalise_license(hrefs, types, texts)
+    return from_jats(hrefs, types, texts)
 
 
 _RETRACTED_TITLE_RE = re.compile(r"^\s*(?:RETRACTED\b|Retracted(?:\s+article)?\s*:)")

@@ -31,9 +31,8 @@ CASES: dict[str, set[str]] = {
     "encoders/launch.py": {"train_encoder"},
     # caption panel letters: decompose reads them; the renderer draws them.
     "synth/labels.py": {"decompose_chunk", "render_shard", "render_merge"},
-    # the filter stage reads JATS helpers and images (and pmc.select's licences: that module also
-    # reaches the list_articles checkpoint, past which a dry run cannot plan; tests/unit/test_closure.py).
-    "jats.py": {"parse_chunk"} | FILTER_RULES,
+    # the JATS parser is the parse stage's alone
+    "jats.py": {"parse_chunk"},
     "detect/images.py": {"decompose_chunk"} | DETECTOR_RULES | FILTER_RULES,
     # a prompt file is data the enrich stage opens, not an import
     "data/prompts/subcaption_fig7.txt": {"enrich_chunk"},

@@ -112,7 +112,10 @@ def test_real_stages_reach_what_the_old_lists_missed() -> None:
 
     assert "encoders/launch.py" in reach("train_encoder.py")
     assert "synth/labels.py" in reach("decompose_chunk.py")
-    assert {"jats.py", "pmc/select.py", "detect/images.py"} <= reach("filter_chunk.py")
+    # the filter stage's licence check and image reading (licences now live in one module)
+    assert {"licenses.py", "detect/images.py"} <= reach("filter_chunk.py")
+    assert {"licenses.py", "pmc/select.py"} <= reach("list_articles.py")
+    assert "licenses.py" in reach("parse_chunk.py")
     assert {"tables.py", "schema.py"} <= reach("parse_chunk.py")
     assert any(n.startswith("data/detector/") for n in reach("decompose_chunk.py"))
     assert not any(n.startswith("data/detector/") for n in reach("parse_chunk.py"))

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from pmcflow import licenses as L
 from pmcflow import schema as S
 from pmcflow import tables as T
 from pmcflow.filter import checks as C
@@ -82,7 +83,7 @@ def _cfg(**filter_kw: Any) -> dict[str, Any]:
     ],
 )
 def test_license_normalisation(raw: str | None, norm: str | None) -> None:
-    assert C.normalise_license_code(raw) == norm
+    assert L.normalise(raw) == norm
 
 
 def test_license_defaults_and_config() -> None:

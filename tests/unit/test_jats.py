@@ -12,7 +12,8 @@ from lxml import etree
 
 from pmcflow import jats
 from pmcflow import schema as S
-from pmcflow.jats import JatsError, normalise_license, parse_bytes, parse_file, resolve_media
+from pmcflow.jats import JatsError, parse_bytes, parse_file, resolve_media
+from pmcflow.licenses import from_jats as normalise_license
 from pmcflow.tables import read_counts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "jats"

@@ -7,7 +7,8 @@ from datetime import date
 import pytest
 
 from pmcflow.chunks import chunk_digest, chunk_manifest, chunk_of, pmcid_number
-from pmcflow.pmc.select import Selection, citation_date, normalize_license, parse_bound
+from pmcflow.licenses import normalise
+from pmcflow.pmc.select import Selection, citation_date, parse_bound
 
 
 def test_chunk_of_is_stateless_and_stable():
@@ -67,10 +68,10 @@ def test_bounds_and_license_normalisation():
     for bad in ("2020/01", "2020-13", "2021-02-30", "20"):
         with pytest.raises(ValueError):
             parse_bound(bad)
-    assert normalize_license(" cc-by-nc ") == "CC BY-NC"
-    assert normalize_license("CC0") == "CC0"
-    assert normalize_license("NO-CC CODE") == "NO-CC CODE"
-    assert normalize_license("") is None
+    assert normalise(" cc-by-nc ") == "CC BY-NC"
+    assert normalise("CC0") == "CC0"
+    assert normalise("NO-CC CODE") == "NO-CC CODE"
+    assert normalise("") is None
 
 
 def test_selection_checks():
@@ -92,3 +93,16 @@ def test_selection_checks():
     every = Selection.from_config({})
     assert every.check(license_code=None, is_retracted=False, citation=None) is None
     assert Selection.from_config({"include_retracted": True}).check(is_retracted=True) is None
+
+
+def test_listing_selection_and_filter_agree_on_every_spelling() -> None:
+    """select.licenses and filter.licenses normalise the same way: a versioned or URL spelling is
+    kept by both or by neither (the listing used to refuse "CC BY 4.0" that the filter kept)."""
+    from pmcflow.filter import checks as C
+
+    sel = Selection.from_config({"licenses": ["CC BY"]})
+    filt = C.FilterSettings.from_config({"filter": {"licenses": ["CC BY"]}})
+    for code in ("CC BY", "cc-by-4.0", "CC BY 4.0", "https://creativecommons.org/licenses/by/4.0/", "CC BY-NC"):
+        kept_at_listing = sel.check(license_code=code) is None
+        kept_at_filter = C.check_license(code, filt) is None
+        assert kept_at_listing == kept_at_filter == (code != "CC BY-NC"), code

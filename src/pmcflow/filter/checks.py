@@ -19,8 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pmcflow.jats import normalise_license
-from pmcflow.pmc.select import COMMERCIAL_LICENSES, normalize_license
+from pmcflow import licenses as L
 
 REASONS: tuple[str, ...] = (
     "license_not_allowed",
@@ -51,22 +50,6 @@ DEFAULT_KEEP: tuple[str, ...] = (
 DEFAULT_DROP: tuple[str, ...] = ("plot", "chart", "diagram", "chemical_structure", "other")
 
 
-def normalise_license_code(code: str | None) -> str | None:
-    """Canonical licence code: ``"cc-by-4.0"``, ``"CC BY 4.0"``, a CC URL -> ``"CC BY"``.
-
-    Recognised codes are ``CC0``, ``CC BY[-NC][-SA|-ND]`` and ``PD``; anything else is returned
-    upper-cased with single spaces (``"NO-CC CODE"``), None/blank -> None.
-    """
-    if code is None or not str(code).strip():
-        return None
-    text = str(code).strip()
-    if "creativecommons.org" in text.lower():
-        found, _ = normalise_license(hrefs=[text])
-    else:
-        found, _ = normalise_license(types=[text])
-    return found or normalize_license(text)
-
-
 @dataclass(frozen=True)
 class ModalitySettings:
     enabled: bool = True
@@ -89,7 +72,7 @@ class DedupSettings:
 class FilterSettings:
     """``config["filter"]`` with defaults (every key read with ``.get``)."""
 
-    licenses: frozenset[str] | None = frozenset(COMMERCIAL_LICENSES)  # None = every licence
+    licenses: frozenset[str] | None = frozenset(L.COMMERCIAL)  # None = every licence
     include_retracted: bool = False
     min_side_px: int = 64
     min_subcaption_chars: int = 20
@@ -101,13 +84,13 @@ class FilterSettings:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None) -> FilterSettings:
         f = dict((cfg or {}).get("filter") or {})
-        lic_raw = f.get("licenses", list(COMMERCIAL_LICENSES))
+        lic_raw = f.get("licenses", list(L.COMMERCIAL))
         licenses: frozenset[str] | None
         if lic_raw is None or (isinstance(lic_raw, Iterable) and not isinstance(lic_raw, str) and not list(lic_raw)):
             licenses = None  # an empty list keeps every licence (as select.licenses does)
         else:
             items = [lic_raw] if isinstance(lic_raw, str) else list(lic_raw)
-            licenses = frozenset(x for x in (normalise_license_code(v) for v in items) if x)
+            licenses = frozenset(x for x in (L.normalise(v) for v in items) if x)
         m = dict(f.get("modality") or {})
         d = dict(f.get("dedup") or {})
         scope = str(d.get("scope", "corpus"))
@@ -149,7 +132,7 @@ _WORD_RE = re.compile(r"[^\W\d_]{2,}")
 def check_license(code: str | None, s: FilterSettings) -> Verdict:
     if s.licenses is None:
         return None
-    norm = normalise_license_code(code)
+    norm = L.normalise(code)
     if norm not in s.licenses:
         return "license_not_allowed", f"license {code!r} (normalised {norm!r}) not in {sorted(s.licenses)}"
     return None

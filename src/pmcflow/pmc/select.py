@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from pmcflow import licenses
+
 MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
 _CITE_DATE_RE = re.compile(
     r"(?<![\d(:])((?:1[6-9]|20)\d\d)\b"  # year, not a volume(issue) or a page
@@ -26,9 +28,6 @@ _CITE_DATE_RE = re.compile(
     r"(?:\s+(\d{1,2})\b(?![:(]))?)?"  # day
 )
 _BOUND_RE = re.compile(r"^\s*(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?\s*$")
-
-COMMERCIAL_LICENSES = ("CC0", "CC BY", "CC BY-SA", "CC BY-ND")
-
 
 @dataclass(frozen=True)
 class DateSpan:
@@ -73,20 +72,6 @@ def parse_bound(text: str) -> DateSpan | None:
     return DateSpan.of(y, int(mo) if mo else None, int(d) if d else None)
 
 
-def normalize_license(code: str | None) -> str | None:
-    """``" cc-by-nc "`` -> ``"CC BY-NC"``; ``None``/empty -> None."""
-    if code is None:
-        return None
-    s = " ".join(str(code).strip().upper().split())
-    if not s:
-        return None
-    if s.startswith("CC-") and not s.startswith("CC-0"):
-        s = "CC " + s[3:]
-    if s in ("CC-0", "CC 0", "CC ZERO"):
-        s = "CC0"
-    return s
-
-
 @dataclass(frozen=True)
 class Selection:
     licenses: frozenset[str] | None  # None = every licence
@@ -99,7 +84,7 @@ class Selection:
     def from_config(cls, select: Mapping[str, Any] | None) -> Selection:
         s = dict(select or {})
         lic: Iterable[str] = s.get("licenses") or []
-        norm = frozenset(x for x in (normalize_license(v) for v in lic) if x)
+        norm = frozenset(x for x in (licenses.normalise(v) for v in lic) if x)
         return cls(
             licenses=norm or None,
             include_retracted=bool(s.get("include_retracted", False)),
@@ -128,7 +113,7 @@ class Selection:
         licence of a cloud article before its metadata is read).
         """
         if license_known and self.licenses is not None:
-            norm = normalize_license(license_code)
+            norm = licenses.normalise(license_code)
             if norm not in self.licenses:
                 return "license_not_selected", f"license {license_code!r} not in {sorted(self.licenses)}"
         if retraction_known and is_retracted and not self.include_retracted:
