@@ -11,9 +11,11 @@ import os
 import sys
 from collections.abc import Sequence
 
+from pmcflow.errors import RejectionError
+
 # Errors a user causes (a missing file, a bad value, an invalid config): one line and exit 1, not a
 # traceback. PMCFLOW_TRACEBACK=1 shows the traceback. Anything else is a bug and keeps its traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError)
+USER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, RejectionError)
 
 # name -> (module, function, one-line help).  The function takes argv (list[str]) and returns an
 # exit code; it builds its own argparse parser so each stage owns its options.

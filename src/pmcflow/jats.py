@@ -33,6 +33,7 @@ from typing import Any
 from lxml import etree
 
 from pmcflow import schema as S
+from pmcflow.errors import RejectionError
 from pmcflow.licenses import from_jats
 from pmcflow.tables import Rejections, counts_record, read_rows, write_counts, write_table
 
@@ -55,18 +56,13 @@ __all__ = [
 # ======================================================================================
 # Errors and results
 # ======================================================================================
-class JatsError(Exception):
+class JatsError(RejectionError):
     """A file that cannot be parsed as a JATS article.
 
     ``reason`` is a short machine-readable code (it becomes the rejection row's ``reason``):
     ``xml_too_large``, ``xml_unsafe_dtd``, ``xml_malformed``, ``xml_empty``, ``not_jats``,
     ``xml_unreadable``.
     """
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass

@@ -56,6 +56,7 @@ from pmcflow import schema as S
 from pmcflow.config import ConfigError
 from pmcflow.config import section as config_section
 from pmcflow.datacard import dataset_card, sample_json_schema
+from pmcflow.errors import RejectionError
 from pmcflow.seeding import seed_digest, unit_uniform
 from pmcflow.tables import (
     Rejections,
@@ -190,11 +191,8 @@ class ImagePayload:
     height: int
 
 
-class ImageReject(ValueError):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
+class ImageReject(RejectionError, ValueError):
+    """A crop that cannot go into a shard (unreadable, too large, unsupported format)."""
 
 
 def prepare_image(

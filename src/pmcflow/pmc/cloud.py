@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pmcflow.errors import RejectionError
 from pmcflow.pmc.http import FetchError
 from pmcflow.pmc.transport import CommonPrefix, ObjectInfo, Transport
 
@@ -212,11 +213,8 @@ def enumerate_inventory(
 
 
 # -------------------------------------------------------------------------------- metadata
-class MetadataError(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
+class MetadataError(RejectionError):
+    """The article's metadata JSON is missing, malformed or inconsistent."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ from typing import Any
 import requests
 import urllib3
 
+from pmcflow.errors import RejectionError
+
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 NOT_FOUND_STATUSES = frozenset({404, 410})
 CHUNK_BYTES = 1 << 16
@@ -51,16 +53,16 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-class FetchError(Exception):
+class FetchError(RejectionError):
     """A file could not be fetched.  ``reason`` is a machine-readable code.
 
     not_found, http_error, checksum_mismatch, size_mismatch, file_too_large, bad_key
     """
 
     def __init__(self, reason: str, detail: str, *, url: str = "", status: int | None = None) -> None:
-        super().__init__(f"{reason}: {detail}" + (f" ({url})" if url else ""))
-        self.reason = reason
-        self.detail = detail
+        super().__init__(reason, detail)
+        if url:
+            self.args = (f"{self.args[0]} ({url})",)
         self.url = url
         self.status = status
 

@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from pmcflow import schema as S
 from pmcflow.chunks import CHUNK_RE, chunk_manifest, chunk_of
 from pmcflow.config import add_config_args, config_from_args
+from pmcflow.errors import RejectionError
 from pmcflow.pmc import cloud, ftp
 from pmcflow.pmc.http import FetchError, HttpClient, HttpSettings, verify_file
 from pmcflow.pmc.media import XML_EXTENSIONS, MediaFilter, image_problem
@@ -251,11 +252,8 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
 
 
 # ------------------------------------------------------------------------------ acquisition
-class Rejected(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
+class Rejected(RejectionError):
+    """An article version refused during acquisition."""
 
 
 @dataclass

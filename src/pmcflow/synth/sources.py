@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
+from pmcflow.errors import RejectionError
+
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
 DEFAULT_MAX_PIXELS = 64_000_000  # reject larger sources instead of decoding them
 DEFAULT_MIN_SIDE = 32
@@ -41,13 +43,8 @@ PANELS_DIR = Path(__file__).resolve().parent.parent / "data" / "panels"
 Loader = Callable[[], Image.Image]
 
 
-class BadImage(Exception):
+class BadImage(RejectionError):
     """A source image that cannot be used; ``reason`` is a short machine-readable code."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 class NoUsableSource(RuntimeError):
