@@ -32,10 +32,12 @@ import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "tests" / "support"))  # pmcflow_testing: toy data, workflow copies
+
+from pmcflow_testing import workflow as wf  # noqa: E402
 
 from pmcflow import schema as S  # noqa: E402
 from pmcflow.chunks import chunk_digest, chunk_of  # noqa: E402
-from pmcflow.hpc import workflow as wf  # noqa: E402
 
 MAX_PMCID = 12_500_000
 OUT = REPO / "benchmarks" / "results"

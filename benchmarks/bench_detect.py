@@ -3,7 +3,7 @@
 For each backend: train on a small synthetic set (train images/s), predict a synthetic holdout
 (inference images/s) and score it (COCO mAP, mAP@.5, best F1@0.5 and F1 at the production score
 threshold 0.2).  Data come from ``pmcflow render`` when the renderer is installed, otherwise from
-the built-in toy generator (:mod:`pmcflow.detect.toydata`); the source is recorded.
+the built-in toy generator (:mod:`pmcflow_testing.detect_toydata`); the source is recorded.
 
     .venv/bin/python benchmarks/bench_detect.py                # all available backends
     .venv/bin/python benchmarks/bench_detect.py --backends xycut transformers --n-train 64
@@ -38,6 +38,7 @@ for _k, _v in {
     os.environ.setdefault(_k, _v)
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "support"))  # pmcflow_testing: toy data, workflow copies
 RESULTS = REPO / "benchmarks" / "results"
 
 # Demo-scale CPU training settings per backend (override with --set backend.key=value).
@@ -91,9 +92,9 @@ def make_data(out: Path, n: int, seed: int, size: int, source: str) -> tuple[Pat
         ]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         return out, "pmcflow render"
-    from pmcflow.detect.toydata import make_dataset
+    from pmcflow_testing.detect_toydata import make_dataset
 
-    return make_dataset(out, n, seed=seed, size=(size, size)), "pmcflow.detect.toydata"
+    return make_dataset(out, n, seed=seed, size=(size, size)), "pmcflow_testing.detect_toydata"
 
 
 def score_on_holdout(detector: Any, holdout: Path) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Benchmark sharding and the open_clip loader on the shards, next to a plain copy of the same bytes.
 
-A toy DATASET of real crops (:mod:`pmcflow.encoders.toydata`: scikit-image microscopy / fundus
+A toy DATASET of real crops (:mod:`pmcflow_testing.encoder_toydata`: scikit-image microscopy / fundus
 images and matplotlib charts, PNG and JPEG) is built once; then, in the same process:
 
 * ``copy``            ``shutil.copyfileobj`` of every crop file into one output file: the I/O floor;
@@ -34,10 +34,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "tests" / "support"))  # pmcflow_testing: toy data, workflow copies
 
 import pyarrow.parquet as pq  # noqa: E402
+from pmcflow_testing.encoder_toydata import make_toy_dataset  # noqa: E402
 
-from pmcflow.encoders.toydata import make_toy_dataset  # noqa: E402
 from pmcflow.shard import shard_dataset  # noqa: E402
 
 

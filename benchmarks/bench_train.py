@@ -29,8 +29,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "tests" / "support"))  # pmcflow_testing: toy data, workflow copies
 
-from pmcflow.encoders.toydata import make_toy_dataset  # noqa: E402
+from pmcflow_testing.encoder_toydata import make_toy_dataset  # noqa: E402
+
 from pmcflow.encoders.train import train_encoder  # noqa: E402
 from pmcflow.shard import shard_dataset  # noqa: E402
 

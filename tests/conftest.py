@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# Test scaffolding (workflow copies, the local Slurm cluster, toy datasets) is not part of the
+# installed package: tests/support/pmcflow_testing.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 # Nothing may be downloaded from a model hub; make every library fail fast instead of hanging.
 for _k, _v in {

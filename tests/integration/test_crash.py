@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
+from pmcflow_testing import workflow as wf
 
 from pmcflow import repro
-from pmcflow.hpc import workflow as wf
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 

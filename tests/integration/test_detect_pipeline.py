@@ -26,7 +26,7 @@ def _dataset(out: Path, n: int, seed: int, size: int = 256) -> Path:
             main(["render", "--n", str(n), "--seed", str(seed), "--size", str(size), "--out", str(out)]) == 0
         )
         return out
-    from pmcflow.detect.toydata import make_dataset
+    from pmcflow_testing.detect_toydata import make_dataset
 
     return make_dataset(out, n, seed=seed, size=(size, size))
 

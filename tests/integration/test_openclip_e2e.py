@@ -9,9 +9,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from pmcflow_testing.encoder_toydata import CLASSES, make_toy_dataset
 
 from pmcflow.encoders.evaluate import evaluate_encoder
-from pmcflow.encoders.toydata import CLASSES, make_toy_dataset
 from pmcflow.encoders.train import train_encoder
 from pmcflow.shard import shard_dataset
 

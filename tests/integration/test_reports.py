@@ -181,13 +181,14 @@ def test_cli_writes_html(tmp_path: Path) -> None:
 def full_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's stages plus later-stage outputs made by the real shard/train/evaluate code.
 
-    The filter stage's table is the real-image toy DATASET (pmcflow.encoders.toydata: crops of
+    The filter stage's table is the real-image toy DATASET (pmcflow_testing.encoder_toydata: crops of
     scikit-image photographs and charts, with a modality column); nothing is rejected by it, and
     its counts say so.
     """
     _needs_demo()
+    from pmcflow_testing.encoder_toydata import make_toy_dataset
+
     from pmcflow.encoders.evaluate import evaluate_encoder
-    from pmcflow.encoders.toydata import make_toy_dataset
     from pmcflow.encoders.train import train_encoder
     from pmcflow.shard import shard_dataset
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from pmcflow.hpc import workflow as wf
+from pmcflow_testing import workflow as wf
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -40,7 +39,7 @@ CASES: dict[str, set[str]] = {
     "shard.py": {"shard", "train_encoder", "evaluate_encoder"},
     "report/plots.py": REPORTS,
     # used by no rule: nothing reruns
-    "hpc/slurm.py": set(),
+    "repro.py": set(),
 }
 
 

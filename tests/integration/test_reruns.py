@@ -17,8 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from pmcflow.hpc import workflow as wf
+from pmcflow_testing import workflow as wf
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -94,7 +93,7 @@ def test_code_change_reruns_only_that_stage(work):
 
 
 def test_unrelated_code_change_reruns_nothing(work):
-    mod = work / "src/pmcflow/hpc/slurm.py"
+    mod = work / "src/pmcflow/repro.py"
     original = mod.read_bytes()
     try:
         mod.write_bytes(original + b"\n# not used by any rule\n")

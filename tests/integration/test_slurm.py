@@ -18,8 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from pmcflow.hpc import slurm
+from pmcflow_testing import slurm
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -185,7 +184,7 @@ def test_failures_retries_and_time_limit(cluster, tmp_path):
 
 
 def test_demo_dag_on_slurm(cluster, tmp_path):
-    from pmcflow.hpc import workflow as wf
+    from pmcflow_testing import workflow as wf
 
     # The demo DAG must plan: a workflow that does not is a failure here, not a reason to skip.
     work = wf.copy_workflow(REPO, tmp_path / "wf")

@@ -119,4 +119,4 @@ def test_real_stages_reach_what_the_old_lists_missed() -> None:
     assert {"tables.py", "schema.py"} <= reach("parse_chunk.py")
     assert any(n.startswith("data/detector/") for n in reach("decompose_chunk.py"))
     assert not any(n.startswith("data/detector/") for n in reach("parse_chunk.py"))
-    assert "hpc/slurm.py" not in set().union(*(reach(s.name) for s in (REPO / "scripts").glob("*.py")))
+    assert "repro.py" not in set().union(*(reach(s.name) for s in (REPO / "scripts").glob("*.py")))

@@ -12,9 +12,10 @@ import pytest
 
 os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="pmcflow-yolo-cfg-"))
 
+from pmcflow_testing.detect_toydata import make_dataset  # noqa: E402
+
 from pmcflow.detect import Box, get_detector, run_detection  # noqa: E402
 from pmcflow.detect.base import read_dataset  # noqa: E402
-from pmcflow.detect.toydata import make_dataset  # noqa: E402
 
 
 @pytest.fixture(scope="module")

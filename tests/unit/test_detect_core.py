@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from pmcflow_testing.detect_toydata import make_dataset
 
 from pmcflow.detect import Box, get_detector, load_image, run_detection
 from pmcflow.detect.base import nms_boxes, read_dataset, sanitize_boxes
 from pmcflow.detect.evaluate import evaluate, iou_matrix, pr_curve, write_report
 from pmcflow.detect.images import ImageError
-from pmcflow.detect.toydata import make_dataset
 
 
 @pytest.fixture(scope="module")

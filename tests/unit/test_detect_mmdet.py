@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+from pmcflow_testing.detect_toydata import make_dataset
 
 from pmcflow.detect import get_detector
 from pmcflow.detect.base import read_dataset
 from pmcflow.detect.mm_dabdetr import MMCV_HINT, MmcvMissingError, mmcv_available
-from pmcflow.detect.toydata import make_dataset
 
 needs_mmcv = pytest.mark.skipif(not mmcv_available(), reason=f"mmcv with ops is not installed: {MMCV_HINT}")
 

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
+from pmcflow_testing.encoder_toydata import make_toy_dataset
 from torchvision import transforms as T
 
 from pmcflow import schema as S
 from pmcflow import shard as SH
-from pmcflow.encoders.toydata import make_toy_dataset
 from pmcflow.tables import read_counts, write_table
 
 SPLITS = {"train": 0.6, "val": 0.2, "test": 0.2}
