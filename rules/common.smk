@@ -85,6 +85,21 @@ def per_chunk(pattern):
     return _inputs
 
 
+def summary_inputs(stage):
+    """Every chunk's counts and rejections of ``stage``: what its *_summary job merges."""
+    return {
+        "counts": per_chunk(f"{RESULTS}/{stage}/{{chunk}}/counts.json"),
+        "rejections": per_chunk(f"{RESULTS}/{stage}/{{chunk}}/rejections.parquet"),
+    }
+
+
+def summary_outputs(stage):
+    return {
+        "counts": f"{RESULTS}/{stage}/counts.json",
+        "rejections": f"{RESULTS}/{stage}/rejections.parquet",
+    }
+
+
 def decompose_model_input(wildcards):
     """The detector this run trains, when decompose.checkpoint is 'trained'."""
     if config["decompose"]["checkpoint"] == "trained":

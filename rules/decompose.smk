@@ -27,28 +27,17 @@ rule decompose_chunk:
         "../scripts/decompose_chunk.py"
 
 
-rule decompose_summary:
+# The stage summary: acquire_summary's rule (rules/acquire.smk) over this stage's chunks.
+use rule acquire_summary as decompose_summary with:
     input:
-        counts=per_chunk(f"{RESULTS}/decompose/{{chunk}}/counts.json"),
-        rejections=per_chunk(f"{RESULTS}/decompose/{{chunk}}/rejections.parquet"),
+        **summary_inputs("decompose"),
     output:
-        counts=f"{RESULTS}/decompose/counts.json",
-        rejections=f"{RESULTS}/decompose/rejections.parquet",
+        **summary_outputs("decompose"),
     params:
         stage="decompose",
         code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/decompose/summary.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    container:
-        IMAGES["base"]
-    conda:
-        ENV
-    script:
-        "../scripts/merge_stage.py"
 
 
 FINAL_TARGETS.append(f"{RESULTS}/decompose/counts.json")

@@ -29,28 +29,17 @@ rule enrich_chunk:
         "../scripts/enrich_chunk.py"
 
 
-rule enrich_summary:
+# The stage summary: acquire_summary's rule (rules/acquire.smk) over this stage's chunks.
+use rule acquire_summary as enrich_summary with:
     input:
-        counts=per_chunk(f"{RESULTS}/enrich/{{chunk}}/counts.json"),
-        rejections=per_chunk(f"{RESULTS}/enrich/{{chunk}}/rejections.parquet"),
+        **summary_inputs("enrich"),
     output:
-        counts=f"{RESULTS}/enrich/counts.json",
-        rejections=f"{RESULTS}/enrich/rejections.parquet",
+        **summary_outputs("enrich"),
     params:
         stage="enrich",
         code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/enrich/summary.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    container:
-        IMAGES["base"]
-    conda:
-        ENV
-    script:
-        "../scripts/merge_stage.py"
 
 
 FINAL_TARGETS.append(f"{RESULTS}/enrich/counts.json")

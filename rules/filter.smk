@@ -74,28 +74,17 @@ rule filter_chunk:
         "../scripts/filter_chunk.py"
 
 
-rule filter_summary:
+# The stage summary: acquire_summary's rule (rules/acquire.smk) over this stage's chunks.
+use rule acquire_summary as filter_summary with:
     input:
-        counts=per_chunk(f"{RESULTS}/filter/{{chunk}}/counts.json"),
-        rejections=per_chunk(f"{RESULTS}/filter/{{chunk}}/rejections.parquet"),
+        **summary_inputs("filter"),
     output:
-        counts=f"{RESULTS}/filter/counts.json",
-        rejections=f"{RESULTS}/filter/rejections.parquet",
+        **summary_outputs("filter"),
     params:
         stage="filter",
         code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/filter/summary.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    container:
-        IMAGES["base"]
-    conda:
-        ENV
-    script:
-        "../scripts/merge_stage.py"
 
 
 FINAL_TARGETS.append(f"{RESULTS}/filter/counts.json")

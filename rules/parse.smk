@@ -27,28 +27,17 @@ rule parse_chunk:
         "../scripts/parse_chunk.py"
 
 
-rule parse_summary:
+# The stage summary: acquire_summary's rule (rules/acquire.smk) over this stage's chunks.
+use rule acquire_summary as parse_summary with:
     input:
-        counts=per_chunk(f"{RESULTS}/parse/{{chunk}}/counts.json"),
-        rejections=per_chunk(f"{RESULTS}/parse/{{chunk}}/rejections.parquet"),
+        **summary_inputs("parse"),
     output:
-        counts=f"{RESULTS}/parse/counts.json",
-        rejections=f"{RESULTS}/parse/rejections.parquet",
+        **summary_outputs("parse"),
     params:
         stage="parse",
         code=code_version("scripts/merge_stage.py"),
     log:
         f"{LOGS}/parse/summary.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    container:
-        IMAGES["base"]
-    conda:
-        ENV
-    script:
-        "../scripts/merge_stage.py"
 
 
 FINAL_TARGETS.append(f"{RESULTS}/parse/counts.json")

@@ -1,9 +1,9 @@
 """Rule acquire_chunk: download and verify one chunk's articles (pmcflow.pmc.stage)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file, params_config
+from pmcflow.workflow import params_config, start_rule_log
 
-log_to_file(snakemake.log.log)  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake, snakemake.log.log)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.pmc.stage import acquire_chunk  # noqa: E402
 

@@ -2,9 +2,9 @@
 import json
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file, params_config
+from pmcflow.workflow import params_config, start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.decompose.stage import decompose_chunk  # noqa: E402
 

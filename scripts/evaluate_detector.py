@@ -1,9 +1,9 @@
 """Rule evaluate_detector: mAP/F1 on the synthetic holdout and every configured set."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file, params_config
+from pmcflow.workflow import params_config, start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.detect.stage import eval_sets_from_config, evaluate_stage  # noqa: E402
 

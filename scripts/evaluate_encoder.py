@@ -1,9 +1,9 @@
 """Rule evaluate_encoder: retrieval Recall@K and zero-shot metrics (pmcflow.encoders.evaluate)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.encoders.evaluate import evaluate_encoder  # noqa: E402
 

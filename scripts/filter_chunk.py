@@ -1,9 +1,9 @@
 """Rule filter_chunk: enriched rows -> dataset rows + rejections (pmcflow.filter)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file, params_config
+from pmcflow.workflow import params_config, start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.filter.stage import filter_chunk  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Rule find_duplicates: corpus-wide near-duplicate clusters (pmcflow.filter)."""
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.filter.stage import find_duplicates  # noqa: E402
 

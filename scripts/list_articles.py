@@ -1,9 +1,9 @@
 """Rule list_articles: enumerate article versions and assign chunks (pmcflow.pmc.stage)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file, params_config
+from pmcflow.workflow import params_config, start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.pmc.stage import list_articles  # noqa: E402
 

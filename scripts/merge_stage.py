@@ -1,9 +1,9 @@
 """Aggregate rules: merge one stage's per-chunk counts and rejections (pmcflow.workflow)."""
 from pmcflow import schema
-from pmcflow.workflow import concat_parquet, log_to_file, merge_stage
+from pmcflow.workflow import concat_parquet, merge_stage, start_rule_log
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-log_to_file(sm.log[0])
+start_rule_log(sm)
 
 upstream = {}
 if "listing_counts" in sm.input.keys():

@@ -1,9 +1,9 @@
 """Rule parse_chunk: JATS -> articles, figures, mentions (pmcflow.jats)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file, params_config
+from pmcflow.workflow import params_config, start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.jats import parse_chunk  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Rule phash_chunk: per-row filter checks, modality and perceptual hash (pmcflow.filter)."""
-from pmcflow.workflow import log_to_file, params_config
+from pmcflow.workflow import params_config, start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.filter.stage import phash_chunk  # noqa: E402
 

@@ -1,9 +1,9 @@
 """Rule render_merge: merge the shards of one split into one COCO file (pmcflow.synth)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.synth.render import merge_shards  # noqa: E402
 

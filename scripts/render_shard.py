@@ -1,7 +1,7 @@
 """Rule render_shard: one shard of one split of synthetic compound figures (pmcflow.synth)."""
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 import yaml  # noqa: E402
 

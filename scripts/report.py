@@ -1,7 +1,7 @@
 """Rule report_<name>: execute a papermill notebook and write self-contained HTML (pmcflow.report)."""
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.report import render_report  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Rule shard: filtered dataset -> WebDataset tars, index, sizes.json, manifest (pmcflow.shard)."""
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.shard import shard_dataset  # noqa: E402
 

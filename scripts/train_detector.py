@@ -1,9 +1,9 @@
 """Rule train_detector: train detector.backend on the rendered figures (pmcflow.detect.stage)."""
 from pathlib import Path
 
-from pmcflow.workflow import log_to_file, params_config
+from pmcflow.workflow import params_config, start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.detect.stage import train_stage  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Rule train_encoder: open_clip training on the shards (pmcflow.encoders.train)."""
-from pmcflow.workflow import log_to_file
+from pmcflow.workflow import start_rule_log
 
-log_to_file(snakemake.log[0])  # noqa: F821 - injected by Snakemake
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.encoders.train import train_encoder  # noqa: E402
 

@@ -31,6 +31,38 @@ def log_to_file(path: str | os.PathLike[str] | None, level: int = logging.INFO) 
     )
 
 
+def start_rule_log(sm: Any, path: str | os.PathLike[str] | None = None) -> None:
+    """Open the rule's log (``sm.log[0]`` unless ``path``) and write what a failed job on a cluster
+    needs: the rule and wildcards, every input and output, a digest of the params, and, when the
+    script ends, its wall time and exit state. Every rule script starts with this."""
+    import atexit
+    import hashlib
+    import json
+    import time
+
+    log_to_file(path if path is not None else (sm.log[0] if len(sm.log) else None))
+    logger = logging.getLogger("pmcflow.rule")
+    wildcards = ", ".join(f"{k}={v}" for k, v in sm.wildcards.items())
+    logger.info("rule %s%s", sm.rule, f" [{wildcards}]" if wildcards else "")
+    for kind, files in (("input", sm.input), ("output", sm.output)):
+        named = dict(files.items())
+        listed = [f for f in files if not any(f == v or (isinstance(v, list) and f in v) for v in named.values())]
+        for name, value in [*named.items(), *(("", f) for f in listed)]:
+            values = value if isinstance(value, list) else [value]
+            shown = values if len(values) <= 4 else [*values[:3], f"... ({len(values)} files)"]
+            logger.info("%s %s%s", kind, f"{name}: " if name else "", ", ".join(map(str, shown)))
+    params = {k: v for k, v in sm.params.items()}
+    blob = json.dumps(params, sort_keys=True, default=str).encode()
+    logger.info("params sha256 %s (%s)", hashlib.sha256(blob).hexdigest()[:16], ", ".join(sorted(params)))
+    t0 = time.perf_counter()
+
+    def _done() -> None:
+        failed = getattr(sys, "last_value", None) is not None
+        logger.info("rule %s %s after %.1f s", sm.rule, "FAILED" if failed else "finished", time.perf_counter() - t0)
+
+    atexit.register(_done)
+
+
 class StageConfig(dict):
     """The configuration one rule's stage runs with: only the sections the rule passes as params.
 

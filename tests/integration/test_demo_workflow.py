@@ -140,6 +140,16 @@ def test_filter_shards_training_and_reports(demo_run: Path) -> None:
             assert 0.0 <= m["map"] <= 1.0 and 0.0 <= m["f1"] <= 1.0
 
 
+def test_every_rule_log_says_what_ran(demo_run: Path) -> None:
+    """No empty rule log: each names its rule, files, params digest and wall time."""
+    logs = sorted(p for p in (demo_run / "logs").rglob("*.log"))
+    assert len(logs) >= 20
+    for p in logs:
+        text = p.read_text()
+        assert "pmcflow.rule: rule " in text, p
+        assert " finished after " in text, p
+
+
 def test_demo_dataset_loads_in_hf_datasets_as_is(demo_run: Path, tmp_path: Path) -> None:
     """The demo's shard folder, copied elsewhere, loads with `datasets.load_dataset(folder)` alone:
     the dataset card declares the splits and types (the webdataset builder's inference fails here)."""

@@ -176,3 +176,41 @@ def test_stage_config_refuses_sections_the_rule_did_not_pass() -> None:
         cfg["source"]
     with pytest.raises(KeyError, match="no params named"):
         params_config(SimpleNamespace(parse={}), "parse", "seed")
+
+
+def test_rule_log_says_what_ran(tmp_path: Path) -> None:
+    """Every rule script starts with start_rule_log: the log names the rule, its files and params,
+    and its wall time, so a failed cluster job leaves something to read."""
+    import subprocess
+    import sys
+    import textwrap
+
+    log = tmp_path / "logs" / "x.log"
+    script = tmp_path / "rule.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from snakemake.iocontainers import InputFiles, Log, OutputFiles, Params, Wildcards
+            from pmcflow.workflow import start_rule_log
+
+            class SM:
+                rule = "parse_chunk"
+                input = InputFiles(fromdict={{"acquired": "a.parquet", "listing": "b.parquet"}})
+                output = OutputFiles(fromdict={{"articles": "out.parquet"}})
+                params = Params(fromdict={{"parse": {{"max_xml_mb": 1}}, "code": "abc"}})
+                wildcards = Wildcards(fromdict={{"chunk": "c000001"}})
+                log = Log(toclone=[{str(log)!r}])
+
+            start_rule_log(SM())
+            raise SystemExit(0)
+            """
+        )
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = log.read_text()
+    assert "rule parse_chunk [chunk=c000001]" in text
+    assert "input acquired: a.parquet" in text and "input listing: b.parquet" in text
+    assert "output articles: out.parquet" in text
+    assert "params sha256 " in text and "(code, parse)" in text
+    assert "rule parse_chunk finished after" in text
