@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pmcflow.errors import RejectionError
 
 # Errors a user causes (a missing file, a bad value, an invalid config): one line and exit 1, not a
-# traceback. PMCFLOW_TRACEBACK=1 shows the traceback. Anything else is a bug and keeps its traceback.
+# traceback. --verbose or PMCFLOW_TRACEBACK=1 shows the traceback. Anything else is a bug and keeps its traceback.
 USER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, RejectionError)
 
 # name -> (module, function, one-line help).  The function takes argv (list[str]) and returns an
@@ -52,14 +52,33 @@ register("split-caption", "pmcflow.enrich.subcaption", "cli", "Split captions (J
 
 def _usage() -> str:
     width = max(len(n) for n in COMMANDS)
-    lines = ["usage: pmcflow <command> [options]", "", "commands:"]
+    lines = ["usage: pmcflow [-q | -v] <command> [options]", "", "options:"]
+    lines += ["  -q, --quiet    warnings and errors only", "  -v, --verbose  debug logging; tracebacks for user errors"]
+    lines += ["", "commands:"]
     lines += [f"  {n.ljust(width)}  {COMMANDS[n][2]}" for n in sorted(COMMANDS)]
     lines += ["", "Run 'pmcflow <command> --help' for a command's options."]
     return "\n".join(lines)
 
 
+def _configure_logging(level: int) -> None:
+    """One logging setup for every subcommand (stderr; stages log progress at INFO)."""
+    import logging
+
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    root.setLevel(level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import logging
+
     args = list(sys.argv[1:] if argv is None else argv)
+    level, verbose = logging.INFO, False
+    while args and args[0] in {"-q", "--quiet", "-v", "--verbose"}:
+        quiet = args.pop(0) in {"-q", "--quiet"}
+        level, verbose = (logging.WARNING, False) if quiet else (logging.DEBUG, True)
+    _configure_logging(level)
     if not args or args[0] in {"-h", "--help", "help"}:
         print(_usage())
         return 0
@@ -80,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pmcflow {name}: interrupted", file=sys.stderr)
         return 130
     except USER_ERRORS as exc:
-        if os.environ.get("PMCFLOW_TRACEBACK"):
+        if verbose or os.environ.get("PMCFLOW_TRACEBACK"):
             raise
         print(f"pmcflow {name}: error: {one_line(exc)}", file=sys.stderr)
         return 1

@@ -214,3 +214,21 @@ def test_rule_log_says_what_ran(tmp_path: Path) -> None:
     assert "output articles: out.parquet" in text
     assert "params sha256 " in text and "(code, parse)" in text
     assert "rule parse_chunk finished after" in text
+
+
+def test_cli_quiet_and_verbose(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from pmcflow.cli import main
+
+    monkeypatch.delenv("PMCFLOW_TRACEBACK", raising=False)
+    missing = str(tmp_path / "missing.parquet")
+    assert main(["--quiet", "shard", missing, "--out", str(tmp_path / "o")]) == 1
+    assert logging.getLogger().level == logging.WARNING
+    assert "error: no such file" in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError):  # --verbose shows the traceback
+        main(["-v", "shard", missing, "--out", str(tmp_path / "o")])
+    assert logging.getLogger().level == logging.DEBUG
+    assert main(["--help"]) == 0 and "-q, --quiet" in capsys.readouterr().out
+    logging.getLogger().setLevel(logging.WARNING)
