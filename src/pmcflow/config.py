@@ -52,6 +52,13 @@ def _fill_defaults(instance: Any, schema: Mapping[str, Any]) -> Any:
     return instance
 
 
+def _schema_errors(schema: Mapping[str, Any], instance: Any, prefix: tuple[str, ...] = ()) -> list[str]:
+    """``"<key path>: <message>"`` for every schema violation, in key-path order."""
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    return [f"{'.'.join([*prefix, *map(str, e.absolute_path)]) or '<root>'}: {e.message}" for e in errors]
+
+
 def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
     """``cfg[name]`` with the schema's defaults filled in and checked against the schema: the one
     place a section's defaults, types and ranges live.
@@ -64,10 +71,8 @@ def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
     if name not in props:
         raise ConfigError(f"no config section {name!r} in the schema")
     out = _fill_defaults(copy.deepcopy(dict(cfg.get(name) or {})), props[name])
-    validator = jsonschema.Draft202012Validator(props[name])
-    errors = sorted(validator.iter_errors(out), key=lambda e: list(e.absolute_path))
-    if errors:
-        msgs = [f"{'.'.join([name, *map(str, e.absolute_path)])}: {e.message}" for e in errors]
+    msgs = _schema_errors(props[name], out, prefix=(name,))
+    if msgs:
         raise ConfigError("invalid configuration: " + "; ".join(msgs))
     return out
 
@@ -102,11 +107,9 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     """Validate ``config`` in place (defaults filled) and return it."""
     schema = load_schema()
     _fill_defaults(config, schema)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
-    if errors:
-        msgs = [f"  {'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
-        raise ConfigError("invalid configuration:\n" + "\n".join(msgs))
+    msgs = _schema_errors(schema, config)
+    if msgs:
+        raise ConfigError("invalid configuration:\n" + "\n".join(f"  {m}" for m in msgs))
     return config
 
 
