@@ -7,6 +7,7 @@ imported lazily so ``pmcflow jats`` does not pay for torch.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -62,8 +63,6 @@ def _usage() -> str:
 
 def _configure_logging(level: int) -> None:
     """One logging setup for every subcommand (stderr; stages log progress at INFO)."""
-    import logging
-
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -71,8 +70,6 @@ def _configure_logging(level: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import logging
-
     args = list(sys.argv[1:] if argv is None else argv)
     level, verbose = logging.INFO, False
     while args and args[0] in {"-q", "--quiet", "-v", "--verbose"}:

@@ -45,9 +45,8 @@ def start_rule_log(sm: Any, path: str | os.PathLike[str] | None = None) -> None:
     wildcards = ", ".join(f"{k}={v}" for k, v in sm.wildcards.items())
     logger.info("rule %s%s", sm.rule, f" [{wildcards}]" if wildcards else "")
     for kind, files in (("input", sm.input), ("output", sm.output)):
-        named = dict(files.items())
-        listed = [f for f in files if not any(f == v or (isinstance(v, list) and f in v) for v in named.values())]
-        for name, value in [*named.items(), *(("", f) for f in listed)]:
+        # Named files one line a name; a rule with only positional files, one line for all.
+        for name, value in list(files.items()) or ([("", list(files))] if len(files) else []):
             values = value if isinstance(value, list) else [value]
             shown = values if len(values) <= 4 else [*values[:3], f"... ({len(values)} files)"]
             logger.info("%s %s%s", kind, f"{name}: " if name else "", ", ".join(map(str, shown)))
@@ -71,9 +70,7 @@ class StageConfig(dict):
     """
 
     def get(self, key: Any, default: Any = None) -> Any:
-        if key not in self:
-            raise KeyError(f"config section {key!r} is not passed to this rule (add it to its params)")
-        return self[key]
+        return self[key]  # the default is ignored: an absent section goes to __missing__
 
     def __missing__(self, key: Any) -> Any:
         raise KeyError(f"config section {key!r} is not passed to this rule (add it to its params)")
