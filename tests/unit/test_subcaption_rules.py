@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pmcflow.enrich.rules import Segment, assign, assign_detailed, lead_segments, split_caption
+from pmcflow.enrich.rules import (
+    Segment,
+    assign,
+    assign_detailed,
+    lead_segments,
+    panel_segments,
+    shared_text,
+    split_caption,
+)
 
 
 def labelled(caption: str, title: str | None = None) -> list[tuple[list[str], str]]:
@@ -77,9 +85,11 @@ def test_inline_trailing_labels_make_one_joint_segment() -> None:
     assert segs[2] == Segment(["c"], "(C) Histology.")
 
 
-def test_joint_leading_labels_in_one_sentence() -> None:
+def test_leading_labels_in_one_sentence_split_at_each_marker() -> None:
+    # the label-wise convention of the PMC development set (human annotation): one segment per
+    # labelled clause, split at the marker, even inside one sentence
     segs = labelled("Title. (A) IgG and (B) IgM responses in plasma. (C) Neutralisation.")
-    assert segs[0] == (["a", "b"], "(A) IgG and (B) IgM responses in plasma.")
+    assert segs[:2] == [(["a"], "(A) IgG and"), (["b"], "(B) IgM responses in plasma.")]
 
 
 def test_clause_level_label_without_conjunction_splits() -> None:
@@ -202,7 +212,8 @@ def test_assign_maps_letters_and_falls_back_to_full_caption() -> None:
     assert assign(segs, ["a", "c", "B"]) == {"a": "(A) Foo.", "c": "(B–C) Bar.", "b": "(B–C) Bar."}
     d = assign_detailed(segs, ["d"], caption=caption)
     assert d["d"].text == caption and d["d"].source == "fallback-full" and d["d"].reason == "label_not_found"
-    assert assign(segs, ["a"], prepend_lead=True) == {"a": "Title. (A) Foo."}
+    assert d["d"].shared_text == ""
+    assert assign_detailed(segs, ["a"], caption=caption)["a"].shared_text == "Title."
 
 
 def test_assign_by_ordinal_for_roman_or_position_labels() -> None:
@@ -218,3 +229,121 @@ def test_assign_no_labels() -> None:
     segs = split_caption("Just one description.")
     d = assign_detailed(segs, ["a"])
     assert d["a"].source == "fallback-full" and d["a"].reason == "no_labels"
+
+
+# ---------------------------------------------------------------------------------------------
+# Patterns from real PMC captions that the splitter once missed (issue: subcaptions on real
+# captions). One case per pattern; each names what must come out.
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("caption", "expected"),
+    [
+        pytest.param(
+            "Liver anatomy. A segments IX–X, lateral view. B segments II–III, medial view.",
+            [(["a"], "A segments IX–X, lateral view."), (["b"], "B segments II–III, medial view.")],
+            id="bare-upper-before-lowercase-word",
+        ),
+        pytest.param(
+            "Embryos. a Top views at stage 10. b corresponding side views. c Quantification of length.",
+            [
+                (["a"], "a Top views at stage 10."),
+                (["b"], "b corresponding side views."),
+                (["c"], "c Quantification of length."),
+            ],
+            id="bare-lower-before-lowercase-word",
+        ),
+        pytest.param(
+            "Effect of X. A Western blot of lysates. B Quantification of bands (n = 3).",
+            [(["a"], "A Western blot of lysates."), (["b"], "B Quantification of bands (n = 3).")],
+            id="two-bare-upper-letters",
+        ),
+        pytest.param(
+            "Cell growth. (a.) Control cells. (b.) Treated cells.",
+            [(["a"], "(a.) Control cells."), (["b"], "(b.) Treated cells.")],
+            id="dotted-in-brackets",
+        ),
+        pytest.param(
+            "Histology. A1 Low magnification. A2 High magnification. B Quantification of area.",
+            [(["a"], "A1 Low magnification. A2 High magnification."), (["b"], "B Quantification of area.")],
+            id="sub-labels-bare",
+        ),
+        pytest.param(
+            "Histology. (A1) Low magnification; (A2) high magnification. (B) Quantification.",
+            [(["a"], "(A1) Low magnification; (A2) high magnification."), (["b"], "(B) Quantification.")],
+            id="sub-labels-in-brackets",
+        ),
+        pytest.param(
+            "Cortex. (a) Overview of the brain. (b1–b4) Serial sections of the cortex. (c) Counts.",
+            [
+                (["a"], "(a) Overview of the brain."),
+                (["b"], "(b1–b4) Serial sections of the cortex."),
+                (["c"], "(c) Counts."),
+            ],
+            id="sub-label-range",
+        ),
+        pytest.param(
+            "Staining. A,C Wild-type mice. B,D Knockout mice.",
+            [(["a", "c"], "A,C Wild-type mice."), (["b", "d"], "B,D Knockout mice.")],
+            id="interleaved-label-lists",
+        ),
+        pytest.param(
+            "Skull in dorsal (A), ventral (B) and lateral (C) views. Scale bar 1 cm.",
+            [(["a", "b", "c"], "Skull in dorsal (A), ventral (B) and lateral (C) views. Scale bar 1 cm.")],
+            id="labels-after-the-phrase",
+        ),
+        pytest.param(
+            "Cells were treated with drug (1 mg/ml) for 2 h. (A) Control. (B) Treated (2–4 days).",
+            [(["a"], "(A) Control."), (["b"], "(B) Treated (2–4 days).")],
+            id="numbers-are-not-labels",
+        ),
+    ],
+)
+def test_real_caption_patterns(caption: str, expected: list[tuple[list[str], str]]) -> None:
+    assert labelled(caption) == expected
+
+
+@pytest.mark.parametrize(
+    "caption",
+    [
+        "Phylogenetic tree of isolates. Bootstrap values (1000 replicates). Segments IX–X are shown.",
+        "Overview of the cohort. A total of 120 patients were included. B cells were not counted.",
+        "Kinetics of uptake (2–4 h) at 37 °C in medium (1 mg/ml).",
+    ],
+)
+def test_things_that_are_not_labels(caption: str) -> None:
+    assert labelled(caption) == []
+
+
+def test_shared_text_is_kept_apart_from_panel_text() -> None:
+    caption = "TFEB clears lysosomes. Shared lead text here. A. Images. B. Counts."
+    segs = split_caption(caption)
+    assert shared_text(segs) == "TFEB clears lysosomes. Shared lead text here."
+    assert [s.text for s in panel_segments(segs)] == ["A. Images.", "B. Counts."]
+    # no labels: the body is the one panel segment; a known title is the shared text
+    segs = split_caption("Fig. Representative section.", title="Fig.")
+    assert shared_text(segs) == "Fig." and panel_segments(segs) == [Segment([], "Representative section.")]
+    assert shared_text(split_caption("Representative section.")) == ""
+
+
+def test_rules_backend_records_why_it_fell_back_and_the_shared_text() -> None:
+    from pmcflow.enrich.subcaption import RulesSubcaptioner, SubcaptionRequest
+
+    labelled_caption = "Lead for all panels. (A) Blot. (B) Chart."
+    res = RulesSubcaptioner().extract(
+        [
+            SubcaptionRequest("s0", labelled_caption, "b"),
+            SubcaptionRequest("s1", labelled_caption, None),  # alignment gave no letter
+            SubcaptionRequest("s2", "One description of every panel.", None),  # caption names none
+            SubcaptionRequest("s3", labelled_caption, "c"),
+        ]
+    )
+    assert [(r.source, r.reason) for r in res] == [
+        ("rules", None),
+        ("fallback-full", "no_panel_label"),
+        ("fallback-full", "no_labels"),
+        ("fallback-full", "label_not_found"),
+    ]
+    assert (res[0].text, res[0].shared_text) == ("(B) Chart.", "Lead for all panels.")
+    assert res[0].to_row()["shared_text"] == "Lead for all panels." and res[1].shared_text == ""

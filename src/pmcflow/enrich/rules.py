@@ -52,26 +52,35 @@ class Segment:
 # ---------------------------------------------------------------------------------------------
 # Label grammar
 # ---------------------------------------------------------------------------------------------
-_ATOM = r"(?:[A-Za-z]{1,5}|\d{1,2})(?![A-Za-z0-9'′’])"
+_ATOM = r"(?:[A-Za-z]{1,5}|\d{1,2}|[A-Za-z](?:\d{1,2}|[′’']{1,2}))(?![A-Za-z0-9'′’])"
 _SEP = r"(?:\s*[-–—‐‑−]\s*|\s*,?\s*(?:and|to|&)\s+|\s*,\s*)"
 _SEP_DOT = r"(?:\.?\s*[-–—‐‑−]\s*|\.?\s*,?\s*(?:and|to|&)\s+|\.?\s*,\s*)"
 _LIST = rf"{_ATOM}(?:{_SEP}{_ATOM}){{0,8}}"
 _LIST_DOT = rf"{_ATOM}(?:{_SEP_DOT}{_ATOM}){{0,8}}"
 _NO_WORD_BEFORE = r"(?<![\w'’′.\-/])"
 
-_RE_PAREN = re.compile(rf"[(\[]\s*({_LIST})\s*[)\]]")
+_RE_PAREN = re.compile(rf"[(\[]\s*({_LIST})\.?\s*[)\]]")
 _RE_OPEN = re.compile(rf"[(\[]\s*({_LIST})(?=\s+[A-Z0-9][a-z0-9])")
 _RE_CLOSE = re.compile(rf"{_NO_WORD_BEFORE}(?<![(\[])({_LIST})\)")
 _RE_DOT = re.compile(rf"{_NO_WORD_BEFORE}({_LIST_DOT})\s?[.:](?![\w.])")
 _RE_COMMA = re.compile(rf"{_NO_WORD_BEFORE}({_LIST}),(?=\s)")
 _RE_BARE = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+[A-Z0-9(\[])")
+_RE_BARE_LC = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+([a-z][a-z-]*))")
+# words after a bare upper-case letter that make it a name, not a label ("B cells", "T lymphocytes")
+_BARE_STOP_WORDS = frozenset(
+    {"cell", "cells", "lymphocyte", "lymphocytes", "chromosome", "chromosomes", "antigen", "antigens",
+     "subunit", "subunits", "chain", "chains", "type", "band", "bands", "wave", "waves", "site", "sites",
+     "and", "or", "of", "to", "in", "is", "was", "are", "were", "the", "with", "vs", "versus", "total",
+     "number", "few", "single", "series", "set", "large", "small", "new", "similar", "positive", "negative"}
+)  # fmt: skip
 _POSITION_WORDS = r"(?:upper|lower|top|bottom|middle|centre|center|left|right)"
 _RE_POSITION = re.compile(
     rf"(?<![\w])({_POSITION_WORDS}(?:[\s-]+{_POSITION_WORDS})?)"
     r"(?:\s+(?:panels?|rows?|columns?|images?|graphs?))?\s*[:,.]\s",
     re.IGNORECASE,
 )
-_RE_LIST_TOKEN = re.compile(r"[A-Za-z]+|\d+|[-–—‐‑−]|[,&]")
+_RE_LIST_TOKEN = re.compile(r"[A-Za-z](?:\d{1,2}|[′’']{1,2})(?![A-Za-z0-9])|[A-Za-z]+|\d+|[-–—‐‑−]|[,&]")
+_RE_SUB_ATOM = re.compile(r"([A-Za-z])(\d{1,2}|[′’']{1,2})")
 _RANGE_WORDS = frozenset({"-", "–", "—", "‐", "‑", "−", "to"})
 _LIST_WORDS = frozenset({",", "&", "and"})
 _SENTENCE_PUNCT = ";:!?。；：！？"
@@ -87,6 +96,8 @@ _POSITION_ORDER = {
     "center": 2, "top right": 2, "upper right": 2, "right": 3, "bottom": 3, "lower": 3,
     "bottom left": 3, "lower left": 3, "bottom right": 4, "lower right": 4,
 }  # fmt: skip
+# Labels the position family produces ("left", "top right"): named places, not panel letters.
+POSITION_LABELS = frozenset(" ".join(k.split()) for k in _POSITION_ORDER)
 
 # Style -> base weight.  "inline" is a parenthesised label inside a sentence.
 STYLE_WEIGHT: dict[str, float] = {
@@ -96,6 +107,7 @@ STYLE_WEIGHT: dict[str, float] = {
     "dot": 2.5,
     "comma": 2.0,
     "bare": 1.25,
+    "bare_lc": 1.0,  # bare label before a lower-case word: "a corresponding view", "A segments IX–X"
     "inline": 1.5,
     "position": 1.0,
 }
@@ -108,6 +120,7 @@ FAMILY_PENALTY: dict[str, float] = {
     "digit": 1.0,
     "position": 0.0,
 }
+SUB = 100  # ordinal = top-level label * SUB + sub-label index ("A" = 100, "A1" = 101, "A2" = 102)
 GAP_PENALTY = 0.75  # per label skipped between two consecutive markers
 START_PENALTY = 1.0  # per label skipped before the first marker
 SWITCH_PENALTY = 1.0  # consecutive markers in different styles
@@ -138,14 +151,49 @@ def _atom_interpretations(atom: str) -> list[tuple[str, int, str]]:
     if atom.isdigit():
         val = int(atom)
         if 1 <= val <= 30:
-            out.append(("digit", val, str(val)))
+            out.append(("digit", val * SUB, str(val)))
+        return out
+    sub = _RE_SUB_ATOM.fullmatch(atom)
+    if sub:  # "A1", "b2", "A′": a sub-panel of the letter's panel
+        letter, tail = sub.groups()
+        index = int(tail) if tail.isdigit() else len(tail)
+        if 1 <= index < SUB:
+            fam = "upper" if letter.isupper() else "lower"
+            out.append((fam, (ord(letter.lower()) - 96) * SUB + index, letter.lower()))
         return out
     if len(atom) == 1:
-        out.append(("upper" if atom.isupper() else "lower", ord(atom.lower()) - 96, atom.lower()))
+        out.append(("upper" if atom.isupper() else "lower", (ord(atom.lower()) - 96) * SUB, atom.lower()))
     low = atom.lower()
     if low in _ROMAN and (atom.isupper() or atom.islower()):
-        out.append(("roman_upper" if atom.isupper() else "roman_lower", _ROMAN[low], low))
+        out.append(("roman_upper" if atom.isupper() else "roman_lower", _ROMAN[low] * SUB, low))
     return out
+
+
+def _top(ordinal: int) -> int:
+    return ordinal // SUB
+
+
+def _gap(last: int, first: int) -> int:
+    """Top-level labels skipped between ordinals ``last`` and ``first`` (0 within one panel)."""
+    return max(0, _top(first) - _top(last) - 1)
+
+
+def _is_next(last: int, nxt: int) -> bool:
+    """``nxt`` continues ``last`` by exactly one label: the next panel or the next sub-panel."""
+    if _top(nxt) == _top(last):
+        return nxt == last + 1
+    return _top(nxt) == _top(last) + 1 and nxt % SUB in (0, 1)
+
+
+def _follows(prev: Sequence[int], nxt: Sequence[int]) -> bool:
+    """May a marker with ordinals ``nxt`` come after one with ``prev`` in a chain?
+
+    Increasing ("(A) … (B)", "A1 … A2 … B"), or interleaved lists ("A,C … B,D": later start,
+    later end, no shared label).
+    """
+    if prev[-1] < nxt[0]:
+        return True
+    return nxt[0] > prev[0] and nxt[-1] > prev[-1] and not set(prev) & set(nxt)
 
 
 def _expand(list_text: str) -> list[tuple[str, tuple[int, ...], tuple[str, ...]]]:
@@ -175,25 +223,29 @@ def _expand(list_text: str) -> list[tuple[str, tuple[int, ...], tuple[str, ...]]
         ords: list[int] = [ords_each[0]]
         ok = True
         for i, is_range in enumerate(seps_are_range):
-            nxt = ords_each[i + 1]
-            if nxt <= ords[-1]:
+            nxt, last = ords_each[i + 1], ords[-1]
+            if nxt <= last:
                 ok = False
                 break
-            if is_range:
-                if nxt - ords[-1] > 12:
+            if is_range and _top(nxt) == _top(last):  # "b1–b4"
+                ords.extend(range(last + 1, nxt + 1))
+            elif is_range and last % SUB == 0 and nxt % SUB == 0:  # "A–C"
+                if _top(nxt) - _top(last) > 12:
                     ok = False
                     break
-                ords.extend(range(ords[-1] + 1, nxt + 1))
+                ords.extend(range(last + SUB, nxt + 1, SUB))
             else:
                 ords.append(nxt)
         if not ok:
             continue
-        labels = tuple(_label_for(fam, o) for o in ords)
+        labels = tuple(_dedupe(_label_for(fam, o) for o in ords))
         out.append((fam, tuple(ords), labels))
     return out
 
 
 def _label_for(family: str, ordinal: int) -> str:
+    """The normalised label of an ordinal; a sub-panel is named by its panel ("A2" -> "a")."""
+    ordinal = _top(ordinal)
     if family in ("upper", "lower"):
         return chr(96 + ordinal)
     if family.startswith("roman"):
@@ -237,8 +289,10 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
 
     def add(start: int, end: int, style: str, list_text: str, at_boundary: bool) -> None:
         for fam, ords, labels in _expand(list_text):
-            if fam == "digit" and style in ("bare", "comma"):
+            if fam == "digit" and style in ("bare", "bare_lc", "comma"):
                 continue  # "3 mice were …", "2, 4 and 6 h": quantities, not labels
+            if style == "bare_lc" and fam not in ("upper", "lower"):
+                continue  # "I think", "ii the": roman numerals need a clearer marker
             if not at_boundary and style != "inline" and fam not in ("upper", "lower"):
                 continue
             w = STYLE_WEIGHT[style] * (1 + EXTRA_LABEL_BONUS * (len(ords) - 1)) - FAMILY_PENALTY[fam]
@@ -256,13 +310,22 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         (_RE_COMMA, "comma"),
         (_RE_BARE, "bare"),
     )
+    for m in _RE_BARE_LC.finditer(text):
+        # only at a sentence start; "B cells", "A total of" are names and articles, not labels
+        if _boundary_kind(text, m.start(), floor) not in ("start", "sentence"):
+            continue
+        if m.group(1)[:1].isupper() and m.group(2).lower() in _BARE_STOP_WORDS:
+            continue
+        if m.group(1).lower() in ("a", "i") and len(m.group(1)) == 1 and m.group(2) in _BARE_STOP_WORDS:
+            continue
+        add(m.start(), m.end(), "bare_lc", m.group(1), True)
     for regex, style in styles:
         for m in regex.finditer(text):
             kind = _boundary_kind(text, m.start(), floor)
             if style == "dot" and not _dot_followed_ok(text, m.end()):
                 continue
             if kind is None or (kind == "glued" and style not in ("dot", "close")):
-                if style in ("dot", "bare") and _relaxed_ok(text, m.start()):
+                if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
                 continue
             add(m.start(), m.end(), style, m.group(1), True)
@@ -282,16 +345,24 @@ def _dot_followed_ok(text: str, end: int) -> bool:
     return i >= len(text) or not text[i].islower()
 
 
+_RE_POSITION_PAREN = re.compile(
+    rf"\(\s*({_POSITION_WORDS}(?:[\s-]+{_POSITION_WORDS})?)(?:\s+(?:panels?|rows?|columns?))?\s*\)(?=\s)",
+    re.IGNORECASE,
+)
+
+
 def _position_candidates(text: str, floor: int) -> list[_Candidate]:
+    """Position words opening a sentence: "Left panel:", "Top,", "(Left) …", "(bottom) …"."""
     out: list[_Candidate] = []
-    for m in _RE_POSITION.finditer(text):
+    matches = sorted([*_RE_POSITION.finditer(text), *_RE_POSITION_PAREN.finditer(text)], key=lambda m: m.start())
+    for m in matches:
         if _boundary_kind(text, m.start(), floor) is None:
             continue
         words = " ".join(re.split(r"[\s-]+", m.group(1).lower()))
         ordinal = _POSITION_ORDER.get(words)
         if ordinal is None:
             continue
-        out.append(_Candidate(m.start(), m.end(), "position", "position", (ordinal,), (words,), 1.0))
+        out.append(_Candidate(m.start(), m.end(), "position", "position", (ordinal * SUB,), (words,), 1.0))
     return out
 
 
@@ -305,19 +376,22 @@ def _switch_cost(a: str, b: str) -> float:
         return 0.0
     if {a, b} <= {"paren", "inline"}:
         return 0.25
+    if {a, b} <= {"bare", "bare_lc"}:
+        return 0.0
     return SWITCH_PENALTY
 
 
 def _family_chains(cands: Sequence[_Candidate]) -> dict[str, tuple[float, list[_Candidate]]]:
     """Per family, the highest-scoring acceptable chain: strictly increasing labels, in text order,
-    non-overlapping. Dynamic programme over (last label, style) states: O(candidates x alphabet)."""
+    non-overlapping. Dynamic programme over (ordinals, style) states of earlier markers: linear in the
+    candidates times the distinct markers of one family (small: markers repeat their labels)."""
     out: dict[str, tuple[float, list[_Candidate]]] = {}
     by_family: dict[str, list[_Candidate]] = {}
     for c in cands:
         by_family.setdefault(c.family, []).append(c)
     for fam, fam_cands in by_family.items():
-        # table[(last_ord, style)] = (score, index of the chain's last candidate)
-        table: dict[tuple[int, str], tuple[float, int]] = {}
+        # table[(ordinals, style)] = (score, index of the chain's last candidate)
+        table: dict[tuple[tuple[int, ...], str], tuple[float, int]] = {}
         score: list[float] = []
         back: list[int] = []
         pending: list[int] = []  # candidates that may still overlap the current one
@@ -326,19 +400,20 @@ def _family_chains(cands: Sequence[_Candidate]) -> dict[str, tuple[float, list[_
             for j in pending:
                 cj = fam_cands[j]
                 if cj.end <= c.start:
-                    key = (cj.ords[-1], cj.style)
+                    key = (cj.ords, cj.style)
                     if key not in table or score[j] > table[key][0]:
                         table[key] = (score[j], j)
                 else:
                     still.append(j)
             pending = still
             first = c.ords[0]
-            s_best = c.weight - START_PENALTY * (first - 1)
+            s_best = c.weight - START_PENALTY * (_top(first) - 1)
             b_best = -1
-            for (last, style), (s_prev, j) in table.items():
-                if last >= first:
+            for (prev_ords, style), (s_prev, j) in table.items():
+                if not _follows(prev_ords, c.ords):
                     continue
-                sc = s_prev + c.weight - GAP_PENALTY * (first - last - 1) - _switch_cost(style, c.style)
+                gap = _gap(prev_ords[-1], first)
+                sc = s_prev + c.weight - GAP_PENALTY * gap - _switch_cost(style, c.style)
                 if sc > s_best:
                     s_best, b_best = sc, j
             score.append(s_best)
@@ -403,7 +478,7 @@ def _fill_gaps(chain: Sequence[_Candidate], extra: Sequence[_Candidate]) -> list
             j += 1
             if c.start < last_end or c.end > hi_pos:
                 continue
-            if nxt is None and c.ords[0] != last_ord + 1:
+            if nxt is None and not _is_next(last_ord, c.ords[0]):
                 continue  # at the tail only an exact continuation counts
             if nxt is None and prev is None:
                 continue
@@ -432,9 +507,12 @@ def _acceptable(chain: Sequence[_Candidate]) -> bool:
     if len(chain) == 1:
         c = chain[0]
         return c.style in STRONG_STYLES or (c.style == "inline" and len(c.ords) >= 2 and c.family != "digit")
-    if all(c.style == "bare" for c in chain) and len(chain) < 3 and chain[0].family != "lower":
-        # "A Western blot … B cells were …": upper-case bare letters need more evidence
-        return False
+    bare = all(c.style in ("bare", "bare_lc") for c in chain)
+    if bare and chain[0].family != "lower" and len(chain) < 3:
+        # "A Western blot … B-cell counts …": two upper-case bare letters count only as "A … B …",
+        # each opening a sentence with its own description
+        tops = sorted({_top(o) for c in chain for o in c.ords})
+        return len(chain) == 2 and tops == list(range(1, len(tops) + 1))
     return True
 
 
@@ -458,9 +536,6 @@ def _sentence_start(text: str, pos: int, floor: int) -> int:
     return i
 
 
-# Text right before an inline label that makes it part of a joint description: "(A) IgG and (B)".
-_JOINT_BEFORE = re.compile(r"(?:\band|\bor|&|,|\bvs\.?|\bversus|\bwell as)\s*$", re.IGNORECASE)
-
 
 def _build_segments(text: str, chain: Sequence[_Candidate], floor: int) -> list[Segment]:
     starts: list[tuple[int, list[str], int]] = []  # (segment start, labels, marker end)
@@ -473,9 +548,9 @@ def _build_segments(text: str, chain: Sequence[_Candidate], floor: int) -> list[
             same_sentence = prev is not None and text[prev_floor:seg_start].strip() == ""
             after_leading = prev is not None and prev.style != "inline"
             if after_leading and same_sentence:
-                if not _JOINT_BEFORE.search(text, max(prev_floor, c.start - 24), c.start):
-                    # "(B) Intracellular lactate (C) external acidification": a clause-level panel
-                    seg_start, same_sentence = c.start, False
+                # "(B) Intracellular lactate (C) external acidification", "(E) X and (F) Y in
+                # tumours": after a leading label, an inline one opens its own clause-level panel
+                seg_start, same_sentence = c.start, False
             elif after_leading and len(text[seg_start : c.start].split()) > TRAILING_LABEL_MAX_WORDS:
                 # "… with vehicle (B) Trypan blue assay …": a leading label that lost its period
                 seg_start = c.start
@@ -515,7 +590,18 @@ def _build_segments(text: str, chain: Sequence[_Candidate], floor: int) -> list[
             segments.append(Segment(_dedupe(prev.labels + all_labels), (prev.text + " " + seg_text).strip()))
             continue
         segments.append(Segment(all_labels, seg_text))
-    return segments
+    return _merge_sub_panels(segments)
+
+
+def _merge_sub_panels(segments: list[Segment]) -> list[Segment]:
+    """Consecutive segments of one panel ("A1 …", "A2 …" both name panel "a") become one."""
+    out: list[Segment] = []
+    for seg in segments:
+        if out and seg.labels and out[-1].labels == seg.labels:
+            out[-1] = Segment(seg.labels, f"{out[-1].text} {seg.text}")
+        else:
+            out.append(seg)
+    return out
 
 
 def _dedupe(labels: Iterable[str]) -> list[str]:
@@ -541,6 +627,17 @@ def split_caption(caption: str, title: str | None = None) -> list[Segment]:
         t = normalize_ws(title)
         if t and text.startswith(t):
             floor = len(t)
+    segments = _split_after(text, floor)
+    if floor and not any(s.labels for s in segments):
+        # labels inside the title itself ("Dorsal (A) and transverse (B) view of …")
+        whole = _split_after(text, 0)
+        if any(s.labels for s in whole):
+            return whole
+    return segments
+
+
+def _split_after(text: str, floor: int) -> list[Segment]:
+    """:func:`split_caption` on normalised ``text`` with labels searched from ``floor`` on."""
     cands = [c for c in _candidates(text, floor) if c.start >= floor]
     leading = [c for c in cands if c.at_boundary]
     # 1. the chain of sentence-initial markers; 2. mid-sentence markers only fill its gaps;
@@ -572,6 +669,7 @@ class Assignment:
     source: str  # "rules" | "fallback-full"
     reason: str | None  # None when a labelled segment was found
     labels: list[str]
+    shared_text: str = ""  # the caption's title and lead, shared by every panel ("" on fallback)
 
 
 def lead_segments(segments: Sequence[Segment]) -> list[str]:
@@ -584,6 +682,29 @@ def lead_segments(segments: Sequence[Segment]) -> list[str]:
     return out
 
 
+def shared_text(segments: Sequence[Segment]) -> str:
+    """The text every panel shares: title and lead before the first labelled segment.
+
+    For a caption without labels, the known title (when one was given) and "" otherwise: the
+    body is then the one panel segment (see :func:`panel_segments`).
+    """
+    if not any(s.labels for s in segments):
+        return " ".join(s.text for s in segments[:-1])
+    return " ".join(lead_segments(segments))
+
+
+def panel_segments(segments: Sequence[Segment]) -> list[Segment]:
+    """The segments that describe panels: the labelled ones, or the one unlabelled body text.
+
+    The title and lead go to :func:`shared_text` instead. A caption without labels gives its text
+    after the title (or the whole caption) as one unlabelled segment.
+    """
+    labelled = [s for s in segments if s.labels]
+    if labelled:
+        return labelled
+    return list(segments[-1:])
+
+
 def _is_letter(label: str) -> bool:
     return len(label) == 1 and label.isalpha()
 
@@ -593,20 +714,19 @@ def assign_detailed(
     letters: Iterable[str | None],
     *,
     caption: str | None = None,
-    prepend_lead: bool = False,
 ) -> dict[str, Assignment]:
     """Map each panel letter to its segment, with the source and fallback reason.
 
     Letters are matched to segment labels (case-insensitive). When the caption is labelled in
     another family (roman numerals, digits, positions) and no letter matches, the k-th letter goes
     to the k-th labelled segment in caption order. A letter with no segment gets the full caption
-    (``source="fallback-full"``), so nothing is dropped. ``prepend_lead`` puts the lead (shared text
-    before the first label) in front of the segment text; off by default so the subcaption stays
-    a verbatim substring of the caption.
+    (``source="fallback-full"``), so nothing is dropped. The segment text stays a verbatim
+    substring of the caption; the title and lead every panel shares come separately as
+    ``shared_text``.
     """
     full = normalize_ws(caption) if caption is not None else " ".join(s.text for s in segments)
     labelled = [s for s in segments if s.labels]
-    lead = " ".join(lead_segments(segments)) if labelled else ""
+    lead = shared_text(segments)
     by_label: dict[str, Segment] = {}
     for s in labelled:
         for lab in s.labels:
@@ -625,8 +745,7 @@ def assign_detailed(
             if 0 <= k < len(labelled):
                 seg = labelled[k]
         if seg is not None:
-            text = f"{lead} {seg.text}" if prepend_lead and lead else seg.text
-            out[letter] = Assignment(text, "rules", None, list(seg.labels))
+            out[letter] = Assignment(seg.text, "rules", None, list(seg.labels), lead)
         else:
             reason = "no_labels" if not labelled else "label_not_found"
             out[letter] = Assignment(full, "fallback-full", reason, [])
@@ -638,10 +757,9 @@ def assign(
     letters: Iterable[str | None],
     *,
     caption: str | None = None,
-    prepend_lead: bool = False,
 ) -> dict[str, str]:
     """``{letter: text}`` for each panel letter (see :func:`assign_detailed`)."""
-    detailed = assign_detailed(segments, letters, caption=caption, prepend_lead=prepend_lead)
+    detailed = assign_detailed(segments, letters, caption=caption)
     return {k: v.text for k, v in detailed.items()}
 
 
@@ -657,3 +775,17 @@ def segments_from_json(items: Iterable[Mapping[str, object]]) -> list[Segment]:
             raise ValueError("segment labels must be a list")
         out.append(Segment([str(x) for x in labels], str(it.get("text", ""))))
     return out
+
+
+def caption_letters(caption: str, title: str | None = None) -> list[str]:
+    """The panel letters a caption names, as the contiguous run ``a..last`` (lower case).
+
+    Read with :func:`split_caption` (one caption grammar for the whole pipeline). Authors label
+    panels contiguously even where a caption skips one, so the run is filled up to the last
+    letter. Labels in another family (roman numerals, digits, positions), a lone "a" and no labels
+    give ``[]``.
+    """
+    found = {lab for s in split_caption(caption, title) for lab in s.labels if len(lab) == 1 and lab.isalpha()}
+    if not found or max(found) == "a":
+        return []
+    return [chr(c) for c in range(ord("a"), ord(max(found)) + 1)]
