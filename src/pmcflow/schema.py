@@ -170,7 +170,7 @@ SUBFIGURES = pa.schema(
         pa.field("score", pa.float32()),
         pa.field("is_single_panel", pa.bool_()),
         pa.field("panel_label", pa.string()),  # lower-case letter ("a", "b"...), null if unknown
-        pa.field("label_source", pa.string()),  # detected-label | reading-order | single | null
+        pa.field("label_source", pa.string()),  # detected-label | reading-order | inherited | single | null
         pa.field("detector", pa.string()),  # backend + model name
         pa.field("detector_checkpoint_sha256", pa.string()),
         pa.field("crop_path", pa.string()),
@@ -193,6 +193,7 @@ ENRICHED = pa.schema(
         pa.field("figure_label", pa.string()),
         pa.field("caption", pa.string()),
         pa.field("subcaption", pa.string()),
+        pa.field("shared_text", pa.string()),  # caption title + lead shared by every panel
         pa.field("subcaption_source", pa.string()),  # rules | vlm | fallback-full
         pa.field("subcaption_reason", pa.string()),  # why a fallback was used, else null
         pa.field("subcaption_model", pa.string()),  # model id@revision, or "rules"

@@ -80,8 +80,18 @@ def test_decompose_and_enrich_reconcile(demo_run: Path) -> None:
     assert set(enriched["subcaption_source"].unique()) <= {"rules", "vlm", "fallback-full"}
     for row in enriched.iter_rows(named=True):
         assert Path(row["crop_path"]).is_file()
-        # Subcaptions are verbatim pieces of the caption (whitespace-normalised).
-        assert " ".join(row["subcaption"].split()) in " ".join((row["caption"] or "").split())
+        # Subcaptions and the shared lead are verbatim pieces of the caption (whitespace-normalised).
+        caption = " ".join((row["caption"] or "").split())
+        assert " ".join(row["subcaption"].split()) in caption
+        assert " ".join((row["shared_text"] or "").split()) in caption
+        if row["subcaption_source"] == "fallback-full":
+            assert row["subcaption_reason"] and not row["shared_text"]
+    # Full-caption fallback among subfigures of compound figures (issue: < 20 %), every one with a reason.
+    from pmcflow.report.sections import fallback_rate
+
+    fb = fallback_rate(enriched)
+    assert fb["rate_pct"] < 20.0, fb
+    assert sum(fb["reasons"].values()) == fb["fallback"] and "none" not in fb["reasons"]
 
 
 def test_parse_outputs_are_complete(demo_run: Path) -> None:

@@ -28,8 +28,9 @@ REPORTS = {"report_dataset", "report_detector", "report_enrichment", "report_tra
 CASES: dict[str, set[str]] = {
     # open_clip's sample order is set here, so it decides the weights.
     "encoders/launch.py": {"train_encoder"},
-    # caption panel letters: decompose reads them; the renderer draws them.
-    "synth/labels.py": {"decompose_chunk", "render_shard", "render_merge"},
+    # the renderer draws panel letters; decompose reads caption letters with the enrich splitter
+    "synth/labels.py": {"render_shard", "render_merge"},
+    "enrich/rules.py": {"decompose_chunk", "enrich_chunk"},
     # the JATS parser is the parse stage's alone
     "jats.py": {"parse_chunk"},
     "detect/images.py": {"decompose_chunk"} | DETECTOR_RULES | FILTER_RULES,

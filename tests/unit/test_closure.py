@@ -111,7 +111,7 @@ def test_real_stages_reach_what_the_old_lists_missed() -> None:
         return _names(SRC, closure.closure(SRC, [REPO / "scripts" / script]))
 
     assert "encoders/launch.py" in reach("train_encoder.py")
-    assert "synth/labels.py" in reach("decompose_chunk.py")
+    assert "enrich/rules.py" in reach("decompose_chunk.py")  # caption letters: the one caption grammar
     # the filter stage's licence check and image reading (licences now live in one module)
     assert {"licenses.py", "detect/images.py"} <= reach("filter_chunk.py")
     assert {"licenses.py", "pmc/select.py"} <= reach("list_articles.py")

@@ -371,3 +371,19 @@ def test_demo_evaluation_small():
     # ground-truth boxes + caption letters in reading order: the compositor labels in reading order
     assert oracle["matched"] == oracle["n_gt_labels"] and oracle["correct"] == oracle["n_gt_labels"]
     assert res["labels"]["reader-only"]["labelled"] == 0  # label reading is off in CFG
+
+
+def test_assign_labels_inherits_the_panel_letter_for_over_split_boxes() -> None:
+    # a blot and its chart under one printed "A": the unlettered box after "A" in reading order
+    order = [0, 1, 2]
+    got = assign_labels(3, order, {0: ("A", 0.99), 2: ("B", 0.97)}, ["a", "b"])
+    assert [(a.label, a.source) for a in got] == [("a", "detected-label"), ("a", "inherited"), ("b", "detected-label")]
+    # a gap of as many boxes as missing caption letters is filled in order: "A ? C" -> B
+    got = assign_labels(3, order, {0: ("A", 0.99), 2: ("C", 0.97)}, ["a", "b", "c", "d"])
+    assert (got[1].label, got[1].source) == ("b", "reading-order")
+    # a caption panel not on any box and a gap that does not fit: nothing is guessed or inherited
+    got = assign_labels(4, [0, 1, 2, 3], {0: ("A", 0.99), 3: ("C", 0.97)}, ["a", "b", "c", "d"])
+    assert [a.label for a in got] == ["a", None, None, "c"]
+    # boxes before the first lettered box keep None
+    got = assign_labels(3, order, {1: ("A", 0.99), 2: ("B", 0.97)}, ["a", "b"])
+    assert got[0].label is None

@@ -195,12 +195,12 @@ def test_cli_contract(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFix
     assert lines == [
         {
             "segments": [
-                {"labels": [], "text": "T."},
                 {"labels": ["a"], "text": "(A) foo."},
                 {"labels": ["b"], "text": "(B) bar."},
-            ]
+            ],
+            "shared_text": "T.",
         },
-        {"segments": [{"labels": [], "text": "plain"}]},
+        {"segments": [{"labels": [], "text": "plain"}], "shared_text": ""},
     ]
 
 
@@ -210,7 +210,7 @@ def test_cli_bad_lines(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     assert rc == 1
     assert len(out.splitlines()) == 4  # blank line skipped, bad lines answered with empty segments
     assert "line 1:" in err and "line 4:" in err and "line 5:" in err and "line 2:" not in err
-    assert json.loads(out.splitlines()[0]) == {"segments": []}
+    assert json.loads(out.splitlines()[0]) == {"segments": [], "shared_text": ""}
 
 
 @pytest.mark.gpu

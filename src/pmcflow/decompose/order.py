@@ -24,6 +24,7 @@ BoxXYWH = Sequence[float]
 
 SOURCE_DETECTED = "detected-label"
 SOURCE_ORDER = "reading-order"
+SOURCE_INHERITED = "inherited"  # an unlettered box after a lettered one, in reading order: same panel
 SOURCE_SINGLE = "single"
 
 
@@ -67,6 +68,30 @@ class LabelAssignment:
     source: str
 
 
+def _fill_runs(out: list[LabelAssignment], order: Sequence[int], caption: Sequence[str]) -> None:
+    """Give runs of unlettered boxes the caption letters missing between their lettered neighbours."""
+    rank = {c: k for k, c in enumerate(caption)}
+    used = {a.label for a in out if a.label is not None}
+    run: list[int] = []
+    lo = -1  # rank of the last lettered box passed (-1: none yet)
+    for i in [*order, None]:
+        label = out[i].label if i is not None else None
+        if i is not None and label is None:
+            run.append(i)
+            continue
+        if i is not None and label not in rank:
+            run, lo = [], len(caption)  # a letter outside the caption: stop filling
+            continue
+        hi = rank[label] if i is not None and label is not None else len(caption)
+        if run and hi > lo:
+            missing = [c for c in caption[lo + 1 : hi] if c not in used]
+            if len(missing) == len(run):
+                for box, letter in zip(run, missing, strict=True):
+                    out[box] = LabelAssignment(letter, SOURCE_ORDER)
+                    used.add(letter)
+        run, lo = [], max(lo, hi)
+
+
 def normalise_letters(letters: Sequence[str] | None) -> list[str]:
     """Caption letters as lower-case single letters (anything else dropped)."""
     return [c.lower() for c in (letters or []) if isinstance(c, str) and len(c) == 1 and c.isalpha()]
@@ -89,7 +114,16 @@ def assign_labels(
       (``detected-label``).
     * Boxes without an accepted reading get the caption letters in reading order when the caption
       names exactly ``n_boxes`` letters *and* that order agrees with every accepted reading
-      (``reading-order``); otherwise their letter is None (``reading-order``, index only).
+      (``reading-order``).
+    * Gaps: a run of unlettered boxes (in reading order) between two lettered ones, or before the
+      first / after the last, gets the caption letters missing in that stretch, in order, when
+      there are exactly as many boxes as missing letters (``reading-order``): "A ? C" -> "B".
+    * A box still without a letter that follows a lettered box in reading order belongs to that
+      box's panel (a chart under its blot, the parts of an over-split panel: a printed letter names
+      the region up to the next letter) and takes its letter (``inherited``), but only when no
+      panel is missing: every caption letter (or, without caption letters, every letter up to the
+      last one assigned) is on some box; otherwise the box may be the missing panel and keeps None
+      (``reading-order``, index only), as do boxes before the first lettered one.
     """
     caption = normalise_letters(caption_letters)
     accepted: dict[int, str] = {}
@@ -113,4 +147,21 @@ def assign_labels(
             out.append(LabelAssignment(accepted[i], SOURCE_DETECTED))
         else:
             out.append(LabelAssignment(by_order.get(i), SOURCE_ORDER))
+    if caption:
+        _fill_runs(out, order, caption)
+    assigned = {a.label for a in out if a.label is not None}
+    if not assigned:
+        return out
+    single = [x for x in assigned if len(x) == 1 and "a" <= x <= "z"]
+    if not caption and len(single) != len(assigned):
+        return out
+    expected = set(caption) if caption else {chr(c) for c in range(ord("a"), ord(max(single)) + 1)}
+    if not expected <= assigned:
+        return out
+    current: str | None = None
+    for i in order:
+        if out[i].label is not None:
+            current = out[i].label
+        elif current is not None:
+            out[i] = LabelAssignment(current, SOURCE_INHERITED)
     return out

@@ -279,7 +279,7 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
     Returns the counts record.  Unreadable, missing or oversized images and figures without a
     graphic become rejection rows; the chunk never fails because of one input.
     """
-    from pmcflow.synth.labels import caption_panel_labels
+    from pmcflow.enrich.rules import caption_letters
 
     dcfg = settings(cfg)
     out = Path(out_dir)
@@ -321,7 +321,7 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
                     )
                     continue
                 fmt = jpeg_fmt if fmt_cfg == "source" and source_is_jpeg(it.path) else "png"
-                letters = caption_panel_labels(it.row.get("caption") or "")
+                letters = caption_letters(it.row.get("caption") or "", it.row.get("caption_title"))
                 new = _subfigures(it, im, boxes, dcfg, info, reader, letters, fmt, crops_tmp, crops_final)
                 sub_rows.extend(new)
                 totals.n_kept += 1

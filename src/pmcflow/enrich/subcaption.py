@@ -27,7 +27,16 @@ from typing import Any, Protocol
 
 from pmcflow.enrich.llm import Generator, GenRequest, ImageInput, make_generator
 from pmcflow.enrich.prompts import load_prompt, subcaption_text
-from pmcflow.enrich.rules import Assignment, Segment, assign, assign_detailed, segments_to_json, split_caption
+from pmcflow.enrich.rules import (
+    Assignment,
+    Segment,
+    assign,
+    assign_detailed,
+    panel_segments,
+    segments_to_json,
+    shared_text,
+    split_caption,
+)
 from pmcflow.enrich.text import normalize_ws
 from pmcflow.enrich.validate import check_subcaption
 
@@ -47,7 +56,6 @@ __all__ = [
 # Proposed ``enrich.subcaption`` config defaults (docs/enrich.md lists them for the config schema).
 DEFAULTS: dict[str, Any] = {
     "backend": "rules",
-    "prepend_lead": False,
     "fallback": "rules",  # rules | full : what replaces a rejected LLM answer
     "label_hint": "auto",  # auto (only for text-only models) | always | never
     "model": "Qwen/Qwen2.5-VL-32B-Instruct",
@@ -93,6 +101,7 @@ class SubcaptionResult:
     source: str  # rules | vlm | fallback-full
     reason: str | None  # why a fallback was used (or the rules' own reason), else None
     labels: list[str] = field(default_factory=list)
+    shared_text: str = ""  # caption title + lead that describe every panel ("" on fallback)
     model: str = "rules"
     revision: str | None = None
     prompt_sha256: str | None = None
@@ -103,6 +112,7 @@ class SubcaptionResult:
         model = self.model if not self.revision else f"{self.model}@{self.revision}"
         return {
             "subcaption": self.text,
+            "shared_text": self.shared_text,
             "subcaption_source": self.source,
             "subcaption_reason": self.reason,
             "subcaption_model": model,
@@ -117,34 +127,41 @@ class Subcaptioner(Protocol):
     def extract(self, requests: Sequence[SubcaptionRequest]) -> list[SubcaptionResult]: ...
 
 
-def _rules_assignment(
-    req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segment]], prepend_lead: bool
-) -> Assignment:
+def _split(req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segment]]) -> list[Segment]:
     ck = (req.caption, req.title)
     if ck not in cache:
         cache[ck] = split_caption(req.caption, req.title)
+    return cache[ck]
+
+
+def _rules_assignment(req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segment]]) -> Assignment:
+    segments = _split(req, cache)
     full = normalize_ws(req.caption)
     if not full:
         return Assignment("", "fallback-full", "empty_caption", [])
     if req.letter is None or not str(req.letter).strip():
-        return Assignment(full, "fallback-full", "no_panel_label", [])
+        # the caption names no panel (its whole text is the description) or the subfigure's letter
+        # is unknown (the caption has labels, alignment could not place this subfigure)
+        reason = "no_panel_label" if any(s.labels for s in segments) else "no_labels"
+        return Assignment(full, "fallback-full", reason, [])
     letter = str(req.letter).strip().lower()
-    return assign_detailed(cache[ck], [letter], caption=req.caption, prepend_lead=prepend_lead)[letter]
+    return assign_detailed(segments, [letter], caption=req.caption)[letter]
 
 
 @dataclass
 class RulesSubcaptioner:
     """CPU rule splitter; one split per distinct caption."""
 
-    prepend_lead: bool = False
     name: str = "rules"
 
     def extract(self, requests: Sequence[SubcaptionRequest]) -> list[SubcaptionResult]:
         cache: dict[tuple[str, str | None], list[Segment]] = {}
         out: list[SubcaptionResult] = []
         for r in requests:
-            a = _rules_assignment(r, cache, self.prepend_lead)
-            out.append(SubcaptionResult(r.key, a.text, a.source, a.reason, a.labels, model="rules"))
+            a = _rules_assignment(r, cache)
+            out.append(
+                SubcaptionResult(r.key, a.text, a.source, a.reason, a.labels, a.shared_text, model="rules")
+            )
         return out
 
 
@@ -155,7 +172,6 @@ class LLMSubcaptioner:
     generator: Generator
     fallback: str = "rules"  # rules | full
     label_hint: str = "auto"  # auto | always | never
-    prepend_lead: bool = False
     name: str = "llm"
 
     def _hint(self, letter: str | None) -> str | None:
@@ -196,12 +212,16 @@ class LLMSubcaptioner:
             ans = answers[i]
             checked = check_subcaption(ans.text, r.caption, truncated=ans.truncated)
             if checked.ok and checked.text is not None:
-                out.append(SubcaptionResult(r.key, checked.text, "vlm", None, [], **provenance))
+                # the model's answer may already hold the lead; the shared text is kept apart anyway
+                lead = shared_text(_split(r, cache))
+                out.append(SubcaptionResult(r.key, checked.text, "vlm", None, [], lead, **provenance))
                 continue
             if self.fallback == "rules":
-                a = _rules_assignment(r, cache, self.prepend_lead)
+                a = _rules_assignment(r, cache)
                 reason = checked.reason if a.reason is None else f"{checked.reason}+{a.reason}"
-                out.append(SubcaptionResult(r.key, a.text, a.source, reason, a.labels, **provenance))
+                out.append(
+                    SubcaptionResult(r.key, a.text, a.source, reason, a.labels, a.shared_text, **provenance)
+                )
             else:
                 out.append(
                     SubcaptionResult(
@@ -217,14 +237,13 @@ def make_subcaptioner(cfg: Mapping[str, Any] | None = None) -> Subcaptioner:
     merged["vllm"] = {**DEFAULTS["vllm"], **((cfg or {}).get("vllm") or {})}
     backend = str(merged["backend"])
     if backend == "rules":
-        return RulesSubcaptioner(prepend_lead=bool(merged["prepend_lead"]))
+        return RulesSubcaptioner()
     if backend in ("transformers", "vllm"):
         gen = make_generator(backend, merged)
         return LLMSubcaptioner(
             gen,
             fallback=str(merged["fallback"]),
             label_hint=str(merged["label_hint"]),
-            prepend_lead=bool(merged["prepend_lead"]),
             name=backend,
         )
     raise ValueError(f"unknown subcaption backend {backend!r} (rules | transformers | vllm)")
@@ -236,9 +255,11 @@ def make_subcaptioner(cfg: Mapping[str, Any] | None = None) -> Subcaptioner:
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
-    """``pmcflow split-caption``: JSON lines ``{"caption": …}`` in, ``{"segments": […]}`` out.
+    """``pmcflow split-caption``: JSON lines ``{"caption": …}`` in, ``{"segments": […], "shared_text": …}`` out.
 
-    One output line per non-blank input line, in order. A bad line (invalid JSON, not an object,
+    ``segments`` are the panel segments (labels + verbatim text); a caption without labels gives
+    its body as one unlabelled segment. ``shared_text`` is the title and lead that describe every
+    panel ("" when the caption has no labels). One output line per non-blank input line, in order. A bad line (invalid JSON, not an object,
     no string ``caption``) is reported on stderr with its line number and answered with
     ``{"segments": []}`` so outputs stay aligned with inputs; the exit code is then 1.
     An optional ``"title"`` field is used as the caption title.
@@ -258,6 +279,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
             if not line.strip():
                 continue
             segments: list[Segment] = []
+            shared = ""
             try:
                 obj = json.loads(line)
                 if not isinstance(obj, dict):
@@ -266,11 +288,13 @@ def cli(argv: Sequence[str] | None = None) -> int:
                 if not isinstance(caption, str):
                     raise ValueError('missing or non-string "caption"')
                 title = obj.get("title")
-                segments = split_caption(caption, title if isinstance(title, str) else None)
+                split = split_caption(caption, title if isinstance(title, str) else None)
+                segments, shared = panel_segments(split), shared_text(split)
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
                 errors += 1
                 print(f"pmcflow split-caption: line {lineno}: {exc}", file=sys.stderr)
-            fout.write(json.dumps({"segments": segments_to_json(segments)}, ensure_ascii=False) + "\n")
+            record = {"segments": segments_to_json(segments), "shared_text": shared}
+            fout.write(json.dumps(record, ensure_ascii=False) + "\n")
     finally:
         if fin is not sys.stdin:
             fin.close()

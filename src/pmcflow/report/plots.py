@@ -167,7 +167,12 @@ def decompositions(figs: Sequence[tuple[Path, str, pl.DataFrame]], *, cols: int 
             scale = 1.0
         for r in boxes.sort("subfigure_index").iter_rows(named=True):
             x, y, w, h = (float(v) * scale for v in r["bbox"])
-            color = {"detected-label": "#d62728", "reading-order": "#1f77b4", "single": "#2ca02c"}.get(
+            color = {
+                "detected-label": "#d62728",
+                "reading-order": "#1f77b4",
+                "inherited": "#9467bd",
+                "single": "#2ca02c",
+            }.get(
                 r["label_source"] or "", "#ff7f0e"
             )
             ax.add_patch(Rectangle((x, y), w, h, fill=False, edgecolor=color, linewidth=1.6))

@@ -381,14 +381,37 @@ def subcaption_sources(res: Results) -> list[Part]:
     bysrc = {str(k): int(v) for k, v in df["subcaption_source"].fill_null("none").value_counts().iter_rows()}
     same = int((df["subcaption"] == df["caption"]).fill_null(False).sum())
     models = sorted({str(m) for m in df["subcaption_model"].drop_nulls().unique().to_list()})
+    fb = fallback_rate(df)
+    reasons = ", ".join(f"{r} {k:,}" for r, k in fb["reasons"].items()) or "none"
     return [
         table(rows, digits=1, caption="Subcaption source (rules / vlm / fallback-full) and fallback reasons"),
         figure_png(plots.bar_counts(bysrc, title="Subcaption source", xlabel="subfigures")),
         para(
-            f"Subcaptions equal to the full caption: {same:,} of {n:,} ({100.0 * same / max(1, n):.1f} %; the paper reports 13.28 %). "
+            f"Full-caption fallback among subfigures of compound figures: {fb['fallback']:,} of "
+            f"{fb['compound']:,} ({fb['rate_pct']:.1f} %; reasons: {reasons}). "
+            f"Subcaptions equal to the full caption, all subfigures: {same:,} of {n:,} "
+            f"({100.0 * same / max(1, n):.1f} %; the paper reports 13.28 %). "
             f"Models: {', '.join(models) or 'none'}."
         ),
     ]
+
+
+def fallback_rate(df: pl.DataFrame) -> dict[str, Any]:
+    """Full-caption fallbacks among subfigures of compound figures, with counts per reason.
+
+    A compound figure is one decomposed into two or more subfigures: a figure whose decomposition
+    kept one box has nothing to split its caption for.
+    """
+    compound = df.filter(
+        ~pl.col("is_single_panel").fill_null(False) & (pl.len().over("figure_uid", "graphic_index") >= 2)
+    )
+    fb = compound.filter(pl.col("subcaption_source") == "fallback-full")
+    reasons = {
+        str(r): int(k)
+        for r, k in fb.group_by(pl.col("subcaption_reason").fill_null("none")).len().sort("len", descending=True).iter_rows()
+    }
+    rate = 100.0 * fb.height / compound.height if compound.height else 0.0
+    return {"compound": compound.height, "fallback": fb.height, "rate_pct": round(rate, 2), "reasons": reasons}
 
 
 def summary_sources(res: Results) -> list[Part]:
