@@ -223,10 +223,11 @@ _REGEX_BASELINE = re.compile(r"\(([A-Za-z])\)")
 def regex_baseline(caption: str, title: str | None = None) -> list[Segment]:
     """A one-regex splitter, as a reference point: a new segment at every "(X)"."""
     text = normalize_ws(caption)
-    cuts = [m for m in _REGEX_BASELINE.finditer(text)]
+    cuts = list(_REGEX_BASELINE.finditer(text))
     if not cuts:
         return [Segment([], text)] if text else []
-    out = [Segment([], text[: cuts[0].start()].strip())] if text[: cuts[0].start()].strip() else []
+    lead = text[: cuts[0].start()].strip()
+    out = [Segment([], lead)] if lead else []
     for k, m in enumerate(cuts):
         end = cuts[k + 1].start() if k + 1 < len(cuts) else len(text)
         out.append(Segment([m.group(1).lower()], text[m.start() : end].strip()))
@@ -243,7 +244,7 @@ def _labelwise_one(row: Mapping[str, Any], splitter: Splitter) -> dict[str, Any]
     pred_set = predicted_label_set(split)
     gold_set = {str(x).lower() for x in gold["labels"]}
     gold_segments = [{"text": g["text"], "labels_heuristic": g["labels"]} for g in gold["segments"]]
-    panel = [s for s in split if s.labels] if any(s.labels for s in split) else []
+    panel = [s for s in split if s.labels]
     sc = score_figure(str(row["id"]), panel, gold_segments) if gold_segments else None
     if pred_set == gold_set:
         kind = "ok"
@@ -253,10 +254,11 @@ def _labelwise_one(row: Mapping[str, Any], splitter: Splitter) -> dict[str, Any]
         kind = "missed_some"
     else:
         kind = "extra_or_different"
-    shared_f1 = token_f1(normalize_ws(shared_text(split)), normalize_ws(gold["shared_text"])) if gold_set else None
-    if gold_set and not normalize_ws(gold["shared_text"]) and not normalize_ws(shared_text(split)):
-        shared_f1 = 1.0
-    return {"kind": kind, "score": sc, "shared_f1": shared_f1, "labelled": bool(gold_set)}
+    shared_f1: float | None = None
+    if gold_set:
+        pred_shared, gold_shared = normalize_ws(shared_text(split)), normalize_ws(gold["shared_text"])
+        shared_f1 = 1.0 if not pred_shared and not gold_shared else token_f1(pred_shared, gold_shared)
+    return {"kind": kind, "score": sc, "shared_f1": shared_f1, "labelled": bool(gold_set), "predicted": pred_set}
 
 
 def _summarise_labelwise(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -315,6 +317,5 @@ def labelwise_errors(
             continue
         one = _labelwise_one(r, splitter)
         if one["kind"] != "ok":
-            pred = predicted_label_set(splitter(r["caption"], r.get("title")))
-            out.append((str(r["id"]), one["kind"], pred, {str(x).lower() for x in r["gold"]["labels"]}))
+            out.append((str(r["id"]), one["kind"], one["predicted"], {str(x).lower() for x in r["gold"]["labels"]}))
     return out

@@ -52,7 +52,8 @@ class Segment:
 # ---------------------------------------------------------------------------------------------
 # Label grammar
 # ---------------------------------------------------------------------------------------------
-_ATOM = r"(?:[A-Za-z]{1,5}|\d{1,2}|[A-Za-z](?:\d{1,2}|[′’']{1,2}))(?![A-Za-z0-9'′’])"
+_SUB_ATOM = r"[A-Za-z](?:\d{1,2}|[′’']{1,2})"  # a sub-panel label: "A1", "b2", "A′"
+_ATOM = rf"(?:[A-Za-z]{{1,5}}|\d{{1,2}}|{_SUB_ATOM})(?![A-Za-z0-9'′’])"
 _SEP = r"(?:\s*[-–—‐‑−]\s*|\s*,?\s*(?:and|to|&)\s+|\s*,\s*)"
 _SEP_DOT = r"(?:\.?\s*[-–—‐‑−]\s*|\.?\s*,?\s*(?:and|to|&)\s+|\.?\s*,\s*)"
 _LIST = rf"{_ATOM}(?:{_SEP}{_ATOM}){{0,8}}"
@@ -79,8 +80,8 @@ _RE_POSITION = re.compile(
     r"(?:\s+(?:panels?|rows?|columns?|images?|graphs?))?\s*[:,.]\s",
     re.IGNORECASE,
 )
-_RE_LIST_TOKEN = re.compile(r"[A-Za-z](?:\d{1,2}|[′’']{1,2})(?![A-Za-z0-9])|[A-Za-z]+|\d+|[-–—‐‑−]|[,&]")
-_RE_SUB_ATOM = re.compile(r"([A-Za-z])(\d{1,2}|[′’']{1,2})")
+_RE_LIST_TOKEN = re.compile(rf"{_SUB_ATOM}(?![A-Za-z0-9])|[A-Za-z]+|\d+|[-–—‐‑−]|[,&]")
+_RE_SUB_ATOM = re.compile(_SUB_ATOM)
 _RANGE_WORDS = frozenset({"-", "–", "—", "‐", "‑", "−", "to"})
 _LIST_WORDS = frozenset({",", "&", "and"})
 _SENTENCE_PUNCT = ";:!?。；：！？"
@@ -97,7 +98,7 @@ _POSITION_ORDER = {
     "bottom left": 3, "lower left": 3, "bottom right": 4, "lower right": 4,
 }  # fmt: skip
 # Labels the position family produces ("left", "top right"): named places, not panel letters.
-POSITION_LABELS = frozenset(" ".join(k.split()) for k in _POSITION_ORDER)
+POSITION_LABELS = frozenset(_POSITION_ORDER)
 
 # Style -> base weight.  "inline" is a parenthesised label inside a sentence.
 STYLE_WEIGHT: dict[str, float] = {
@@ -153,9 +154,8 @@ def _atom_interpretations(atom: str) -> list[tuple[str, int, str]]:
         if 1 <= val <= 30:
             out.append(("digit", val * SUB, str(val)))
         return out
-    sub = _RE_SUB_ATOM.fullmatch(atom)
-    if sub:  # "A1", "b2", "A′": a sub-panel of the letter's panel
-        letter, tail = sub.groups()
+    if _RE_SUB_ATOM.fullmatch(atom):  # "A1", "b2", "A′": a sub-panel of the letter's panel
+        letter, tail = atom[0], atom[1:]
         index = int(tail) if tail.isdigit() else len(tail)
         if 1 <= index < SUB:
             fam = "upper" if letter.isupper() else "lower"
@@ -314,9 +314,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         # only at a sentence start; "B cells", "A total of" are names and articles, not labels
         if _boundary_kind(text, m.start(), floor) not in ("start", "sentence"):
             continue
-        if m.group(1)[:1].isupper() and m.group(2).lower() in _BARE_STOP_WORDS:
-            continue
-        if m.group(1).lower() in ("a", "i") and len(m.group(1)) == 1 and m.group(2) in _BARE_STOP_WORDS:
+        if (m.group(1)[:1].isupper() or m.group(1) in ("a", "i")) and m.group(2) in _BARE_STOP_WORDS:
             continue
         add(m.start(), m.end(), "bare_lc", m.group(1), True)
     for regex, style in styles:
