@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from pmcflow_testing.detect_toydata import make_dataset
+from pmcflow_testing.detect_toydata import coco_annotation, make_dataset
 
 from pmcflow.detect import Box, get_detector, load_image, run_detection
 from pmcflow.detect.base import nms_boxes, read_dataset, sanitize_boxes
@@ -27,16 +27,7 @@ def _gt(boxes_per_image: list[list[list[float]]]) -> dict:
     for i, boxes in enumerate(boxes_per_image):
         images.append({"id": i + 1, "file_name": f"im{i}.png", "width": 200, "height": 200})
         for b in boxes:
-            anns.append(
-                {
-                    "id": len(anns) + 1,
-                    "image_id": i + 1,
-                    "bbox": b,
-                    "area": b[2] * b[3],
-                    "iscrowd": 0,
-                    "category_id": 1,
-                }
-            )
+            anns.append(coco_annotation(len(anns) + 1, i + 1, b))
     return {"images": images, "annotations": anns, "categories": [{"id": 1, "name": "subfigure"}]}
 
 

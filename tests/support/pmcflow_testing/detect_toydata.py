@@ -68,6 +68,18 @@ def make_figure(
     return img, boxes
 
 
+def coco_annotation(ann_id: int, image_id: int, box: list[float]) -> dict[str, Any]:
+    """One COCO subfigure annotation (category 1) for an ``[x, y, w, h]`` box."""
+    return {
+        "id": ann_id,
+        "image_id": image_id,
+        "bbox": box,
+        "area": box[2] * box[3],
+        "iscrowd": 0,
+        "category_id": 1,
+    }
+
+
 def make_dataset(
     out: str | os.PathLike[str],
     n: int,
@@ -89,16 +101,7 @@ def make_dataset(
         images.append({"id": i + 1, "file_name": f"{name}.png", "width": img.width, "height": img.height})
         lines = []
         for b in boxes:
-            anns.append(
-                {
-                    "id": len(anns) + 1,
-                    "image_id": i + 1,
-                    "bbox": b,
-                    "area": b[2] * b[3],
-                    "iscrowd": 0,
-                    "category_id": 1,
-                }
-            )
+            anns.append(coco_annotation(len(anns) + 1, i + 1, b))
             cx, cy = (b[0] + b[2] / 2) / img.width, (b[1] + b[3] / 2) / img.height
             lines.append(f"0 {cx:.6f} {cy:.6f} {b[2] / img.width:.6f} {b[3] / img.height:.6f}")
         (root / "labels" / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
