@@ -30,3 +30,27 @@ rule all:
     default_target: True
     input:
         all_targets,
+
+
+# One run per results folder and download cache (pmcflow.runlock); the summary at the end names
+# every article still pending a retry, so nothing is lost in silence (pmcflow.retry).
+_LOCKS = []
+
+
+onstart:
+    for _dir, _what in LOCKED_DIRS:
+        _LOCKS.append(_RUNLOCK.RunLock(_dir, _what).acquire())
+        if _LOCKS[-1].replaced_stale:
+            print(f"pmcflow: replaced a stale lock ({_RUNLOCK.describe(_LOCKS[-1].replaced_stale)})")
+
+
+onsuccess:
+    print(_RETRY.summary_line(RESULTS))
+    for _lock in reversed(_LOCKS):
+        _lock.release()
+
+
+onerror:
+    print(_RETRY.summary_line(RESULTS))
+    for _lock in reversed(_LOCKS):
+        _lock.release()

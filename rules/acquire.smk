@@ -37,9 +37,13 @@ rule acquire_chunk:
         # The listing changes whenever any chunk changes; a chunk reruns only when its own
         # rows do (params.digest), hence ancient().
         listing=ancient(f"{RESULTS}/listing/listing.parquet"),
+        # No rule writes it: touched while this chunk has articles pending a retry (a transient
+        # failure), so the next plain run re-acquires them (pmcflow.retry).
+        retry=retry_stamp,
     output:
         articles=f"{RESULTS}/acquire/{{chunk}}/articles.parquet",
         rejections=f"{RESULTS}/acquire/{{chunk}}/rejections.parquet",
+        pending=f"{RESULTS}/acquire/{{chunk}}/pending.parquet",
         media_rejections=f"{RESULTS}/acquire/{{chunk}}/media_rejections.parquet",
         counts=f"{RESULTS}/acquire/{{chunk}}/counts.json",
     params:
@@ -75,12 +79,14 @@ rule acquire_summary:
         counts=per_chunk(f"{RESULTS}/acquire/{{chunk}}/counts.json"),
         rejections=per_chunk(f"{RESULTS}/acquire/{{chunk}}/rejections.parquet"),
         media_rejections=per_chunk(f"{RESULTS}/acquire/{{chunk}}/media_rejections.parquet"),
+        pending=per_chunk(f"{RESULTS}/acquire/{{chunk}}/pending.parquet"),
         listing_counts=f"{RESULTS}/listing/counts.json",
         listing_rejections=f"{RESULTS}/listing/rejections.parquet",
     output:
         counts=f"{RESULTS}/acquire/counts.json",
         rejections=f"{RESULTS}/acquire/rejections.parquet",
         media_rejections=f"{RESULTS}/acquire/media_rejections.parquet",
+        pending=f"{RESULTS}/acquire/pending.parquet",
     params:
         stage="acquire",
         code=code_version("scripts/merge_stage.py"),

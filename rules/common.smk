@@ -3,14 +3,48 @@ import importlib.util
 import json
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 
+SRC = Path(workflow.basedir) / "src" / "pmcflow"
+
+
+def _stdlib_module(name):
+    """A standard-library-only module of the package, loaded from this workflow's own tree, so the
+    Snakemake process needs no pmcflow install: on a cluster the package may live only inside the
+    rules' containers."""
+    spec = importlib.util.spec_from_file_location(f"_pmcflow_{name}", SRC / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_CLOSURE = _stdlib_module("closure")  # code_version: what each rule's code reaches
+_RETRY = _stdlib_module("retry")  # pending retries of acquisition
+_RUNLOCK = _stdlib_module("runlock")  # one run per results folder and download cache
+_CONFIGCHECK = _stdlib_module("configcheck")  # cross-field checks, before any job starts
+
+# The whole configuration is checked before any job starts: types, ranges and enums (the schema),
+# then what ties keys together (pmcflow.configcheck); every message names the key's full path.
+_CONFIGCHECK.normalise(config)
 validate(config, schema="../config/schema/config.schema.yaml")
+_PROBLEMS = _CONFIGCHECK.problems(config)
+if _PROBLEMS:
+    raise WorkflowError("invalid configuration:\n" + "\n".join(f"  {m}" for m in _PROBLEMS))
+
 
 RESULTS = config["paths"]["results"]
 RESOURCES = config["paths"]["resources"]
 LOGS = config["paths"]["logs"]
+# Folders one run writes alone (pmcflow.runlock): refused here, before the plan reads anything a
+# running run is writing; taken in `onstart` (Snakefile) and released when the run ends.
+LOCKED_DIRS = ((RESULTS, "results folder"), (f"{RESOURCES}/pmc", "download cache"))
+if workflow.is_main_process:
+    for _dir, _what in LOCKED_DIRS:
+        _held = _RUNLOCK.held_by_other(_dir, _what)
+        if _held:
+            raise WorkflowError(_held)
 ENV = "../envs/pmcflow.yaml"
 IMAGES = config["containers"]  # one pinned Apptainer image per environment (containers/*.def)
 # Enrichment with a vLLM backend runs in the vLLM environment and asks for GPUs (the largest
@@ -31,14 +65,6 @@ _DECOMPOSE_BACKEND = (
     else config["decompose"]["backend"]
 )
 DECOMPOSE_IMAGE = IMAGES["mmdet"] if _DECOMPOSE_BACKEND == "mmdet" else IMAGES["base"]
-SRC = Path(workflow.basedir) / "src" / "pmcflow"
-# Loaded from this workflow's own tree (standard library only), so the Snakemake process needs no
-# pmcflow install: on a cluster the package may live only inside the rules' containers.
-_spec = importlib.util.spec_from_file_location("_pmcflow_closure", SRC / "closure.py")
-_CLOSURE = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_CLOSURE)
-
-
 wildcard_constraints:
     chunk=r"c\d{6}",
 
@@ -60,6 +86,20 @@ def code_version(*entries):
     the thin script).
     """
     return _CLOSURE.digest(SRC, [Path(workflow.basedir) / e for e in entries])
+
+
+def retry_stamp(wildcards):
+    """acquire_chunk's extra input: touched while the chunk has articles pending a retry, so the
+    next plain run re-acquires them (pmcflow.retry)."""
+    return _RETRY.retry_stamp(RESULTS, wildcards.chunk)
+
+
+def crops_present(wildcards):
+    """enrich_chunk's extra input: rewritten while the chunk's decompose crops are missing (a killed
+    rerun), so enrich and everything that points to crops is rebuilt with them (pmcflow.retry)."""
+    return _RETRY.presence_stamp(
+        RESULTS, f"crops-{wildcards.chunk}", [f"{RESULTS}/decompose/{wildcards.chunk}/crops"]
+    )
 
 
 def listed_chunks():

@@ -4,6 +4,10 @@
 rule enrich_chunk:
     input:
         subfigures=f"{RESULTS}/decompose/{{chunk}}/subfigures.parquet",
+        crops=f"{RESULTS}/decompose/{{chunk}}/crops",  # the VLM reads them
+        # Snakemake keeps outputs built from a since-deleted intermediate; this stamp changes while
+        # the crops are missing, so nothing downstream keeps pointing to them (docs/reliability.md).
+        crops_present=crops_present,
         figures=f"{RESULTS}/parse/{{chunk}}/figures.parquet",
         mentions=f"{RESULTS}/parse/{{chunk}}/mentions.parquet",
         articles=f"{RESULTS}/parse/{{chunk}}/articles.parquet",

@@ -5,6 +5,8 @@
 rule phash_chunk:
     input:
         enriched=f"{RESULTS}/enrich/{{chunk}}/enriched.parquet",
+        # The crops the rows point to: declared, so a missing or stale folder reruns decompose_chunk.
+        crops=f"{RESULTS}/decompose/{{chunk}}/crops",
     output:
         f"{RESULTS}/filter/{{chunk}}/phash.parquet",
     params:

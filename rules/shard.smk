@@ -4,6 +4,9 @@
 rule shard:
     input:
         dataset=per_chunk(f"{RESULTS}/filter/{{chunk}}/dataset.parquet"),
+        # What the dataset rows point to: a crops folder that is gone (a killed decompose rerun)
+        # makes Snakemake rerun decompose_chunk; the stage itself refuses a dangling pointer.
+        crops=per_chunk(f"{RESULTS}/decompose/{{chunk}}/crops"),
     output:
         directory(f"{RESULTS}/shards"),
     params:

@@ -16,3 +16,6 @@ merge_stage(sm.params.stage, sm.input.counts, rejections, sm.output.counts, sm.o
 # Item-level rejections that do not reject the article (e.g. one media file of an article).
 if "media_rejections" in sm.output.keys():
     concat_parquet(sm.input.media_rejections, schema.REJECTIONS, sm.output.media_rejections)
+# Articles waiting for a retry after a transient failure (acquisition only).
+if "pending" in sm.output.keys():
+    concat_parquet(sm.input.pending, schema.REJECTIONS, sm.output.pending)

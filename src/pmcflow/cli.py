@@ -13,10 +13,11 @@ import sys
 from collections.abc import Sequence
 
 from pmcflow.errors import RejectionError
+from pmcflow.runlock import LockHeld
 
 # Errors a user causes (a missing file, a bad value, an invalid config): one line and exit 1, not a
 # traceback. --verbose or PMCFLOW_TRACEBACK=1 shows the traceback. Anything else is a bug and keeps its traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, RejectionError)
+USER_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, RejectionError, LockHeld)
 
 # name -> (module, function, one-line help).  The function takes argv (list[str]) and returns an
 # exit code; it builds its own argparse parser so each stage owns its options.
@@ -31,6 +32,8 @@ register("jats", "pmcflow.jats", "cli", "Parse JATS files; print one JSON object
 register("parse-chunk", "pmcflow.jats", "cli_parse_chunk", "Parse one acquired chunk into articles/figures/mentions tables.")
 register("list-articles", "pmcflow.pmc.stage", "cli_list", "Enumerate article versions from the source and assign chunks.")
 register("acquire-chunk", "pmcflow.pmc.stage", "cli_acquire", "Download and verify the articles of one chunk.")
+register("retry-failed", "pmcflow.pmc.stage", "cli_retry_failed", "Re-acquire the articles pending a retry after transient failures.")
+register("unlock", "pmcflow.pmc.stage", "cli_unlock", "Remove the lock of a results folder or cache left by a run that is gone.")
 register("serve-mock", "pmcflow.pmc.mockserver", "cli", "Serve a PMC layout over loopback HTTP, optionally injecting faults.")
 register("build-demo-corpus", "pmcflow.synth.democorpus", "cli", "Rebuild the embedded demo corpus (cloud + legacy layouts).")
 register("render", "pmcflow.synth.render", "cli", "Render synthetic compound figures with COCO/YOLO annotations.")

@@ -17,6 +17,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from pmcflow import configcheck
+
 SCHEMA_RELPATH = Path("config/schema/config.schema.yaml")
 
 
@@ -56,7 +58,17 @@ def _schema_errors(schema: Mapping[str, Any], instance: Any, prefix: tuple[str, 
     """``"<key path>: <message>"`` for every schema violation, in key-path order."""
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
-    return [f"{'.'.join([*prefix, *map(str, e.absolute_path)]) or '<root>'}: {e.message}" for e in errors]
+    out: list[str] = []
+    for e in errors:
+        path = [*prefix, *map(str, e.absolute_path)]
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            allowed = sorted(e.schema.get("properties") or {})
+            for key in sorted(set(e.instance) - set(allowed)):
+                hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+                out.append(f"{'.'.join([*path, str(key)])}: unknown key{hint}")
+            continue
+        out.append(f"{'.'.join(path) or '<root>'}: {e.message}")
+    return out
 
 
 def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -93,7 +105,10 @@ def parse_override(text: str) -> dict[str, Any]:
     if "=" not in text:
         raise ConfigError(f"override {text!r} is not KEY=VALUE")
     key, _, raw = text.partition("=")
-    value: Any = yaml.safe_load(raw) if raw != "" else ""
+    try:
+        value: Any = yaml.safe_load(raw) if raw != "" else ""
+    except (yaml.YAMLError, ValueError) as e:
+        raise ConfigError(f"{key.strip()}: cannot read {raw!r} ({e})") from None
     out: dict[str, Any] = {}
     cur = out
     parts = key.strip().split(".")
@@ -106,8 +121,11 @@ def parse_override(text: str) -> dict[str, Any]:
 def validate(config: dict[str, Any]) -> dict[str, Any]:
     """Validate ``config`` in place (defaults filled) and return it."""
     schema = load_schema()
+    configcheck.normalise(config)
     _fill_defaults(config, schema)
     msgs = _schema_errors(schema, config)
+    if not msgs:  # cross-field checks need well-typed values
+        msgs = configcheck.problems(config)
     if msgs:
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  {m}" for m in msgs))
     return config
@@ -120,8 +138,13 @@ def load_config(
     """Load and merge YAML files in order, apply overrides, validate, fill defaults."""
     config: dict[str, Any] = {}
     for p in paths:
-        with open(p, encoding="utf-8") as fh:
-            loaded = yaml.safe_load(fh) or {}
+        try:
+            with open(p, encoding="utf-8") as fh:
+                loaded = yaml.safe_load(fh) or {}
+        except OSError as e:
+            raise ConfigError(f"{p}: cannot read ({e.strerror})") from None
+        except (yaml.YAMLError, ValueError) as e:  # ValueError: a date YAML cannot build (2020-13-45)
+            raise ConfigError(f"{p}: not valid YAML ({e})") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{p}: top level must be a mapping")
         config = deep_merge(config, loaded)

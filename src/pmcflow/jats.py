@@ -33,9 +33,11 @@ from typing import Any
 from lxml import etree
 
 from pmcflow import schema as S
+from pmcflow.config import section as config_section
 from pmcflow.errors import RejectionError
 from pmcflow.licenses import from_jats
 from pmcflow.tables import Rejections, counts_record, read_rows, write_counts, write_table
+from pmcflow.textclean import clean_text, over_cap
 
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
 DEFAULT_MAX_BYTES = 64 * 2**20
@@ -1139,6 +1141,39 @@ def _merge_source(art: dict[str, Any], row: Mapping[str, Any]) -> None:
         art["retraction_source"] = "metadata"
 
 
+def _changed_since_download(path: str, md5: str | None) -> str | None:
+    """Why a cached file no longer is what was downloaded (missing, other md5), or None."""
+    if not md5:
+        return None
+    import hashlib
+
+    h = hashlib.md5()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as e:
+        return f"unreadable ({e.strerror or e})"
+    if h.hexdigest() != md5.lower():
+        return f"md5 {h.hexdigest()} != {md5} recorded when it was downloaded"
+    return None
+
+
+def _clean_row(row: dict[str, Any]) -> bool:
+    """Normalise every text field of a parsed row in place (pmcflow.textclean); True if any changed."""
+    changed = False
+    for k, v in row.items():
+        if isinstance(v, str):
+            c = clean_text(v)
+            if c != v:
+                row[k], changed = c, True
+        elif isinstance(v, list) and any(isinstance(x, str) for x in v):
+            c_list = [clean_text(x) if isinstance(x, str) else x for x in v]
+            if c_list != v:
+                row[k], changed = c_list, True
+    return changed
+
+
 def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: str) -> dict[str, Any]:
     """Parse every acquired article of one chunk.
 
@@ -1153,7 +1188,10 @@ def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: st
     mentions: list[dict[str, Any]] = []
     seen: set[str] = set()
     stats = {"figures": 0, "mentions": 0, "mentions_with_panels": 0, "mentions_unlinked": 0,
-             "graphics": 0, "graphics_unresolved": 0, "figure_ids_synthetic": 0, "pmcid_mismatch": 0}
+             "graphics": 0, "graphics_unresolved": 0, "figure_ids_synthetic": 0, "pmcid_mismatch": 0,
+             "text_normalised": 0, "mentions_over_cap": 0, "media_checksum_mismatch": 0}
+    pcfg = config_section(cfg, "parse")
+    max_mention, verify = int(pcfg["max_mention_chars"]), bool(pcfg["verify_checksums"])
 
     for row in rows:
         uid = str(row["article_uid"])
@@ -1164,6 +1202,15 @@ def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: st
         seen.add(uid)
         media = [m for m in (row.get("media") or []) if m and m.get("name")]
         path_of = {m["name"]: m.get("path") for m in media}
+        if verify:  # what acquisition verified may have changed on disk since: check again on read
+            bad = _changed_since_download(row["xml_path"], row.get("xml_md5"))
+            if bad:
+                rej.add(uid, "checksum_mismatch", f"{row['xml_path']}: {bad}", pmcid)
+                continue
+            for m in media:
+                if m.get("path") and _changed_since_download(m["path"], m.get("md5")):
+                    path_of[m["name"]] = None  # the graphic is then unresolved (decompose: missing)
+                    stats["media_checksum_mismatch"] += 1
         try:
             parsed = parse_file(
                 row["xml_path"],
@@ -1177,6 +1224,9 @@ def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: st
             continue
 
         art = parsed.article
+        stats["text_normalised"] += sum(
+            _clean_row(r) for r in (art, *parsed.figures, *parsed.mentions)
+        )
         if parsed.xml_ids.get("pmcid") and parsed.xml_ids["pmcid"] != art["pmcid"]:
             stats["pmcid_mismatch"] += 1
         _merge_source(art, row)
@@ -1190,6 +1240,9 @@ def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: st
             stats["figure_ids_synthetic"] += bool(f["figure_id_synthetic"])
             figures.append(f)
         for m in parsed.mentions:
+            if over_cap(m.get("text"), max_mention):  # never handed to a summariser whole
+                stats["mentions_over_cap"] += 1
+                continue
             targets = [u.split("/", 1)[1] for u in m["figure_uids"]]
             m.update(article_uid=uid, chunk=chunk, mention_uid=f"{uid}/m{m['ordinal']}")
             m["figure_uids"] = [f"{uid}/{t}" for t in targets]

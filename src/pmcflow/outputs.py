@@ -35,6 +35,7 @@ def collect(results: Path) -> list[dict[str, Any]]:
                 "kept": rec["kept"],
                 "rejected": sum(rec.get("rejected", {}).values()),
                 "reasons": rec.get("rejected", {}),
+                "pending": rec.get("pending") or {},
                 "chunks": rec.get("n_chunks"),
                 "outputs": str(results / outputs),
             }
@@ -52,6 +53,8 @@ def render(rows: list[dict[str, Any]], results: Path) -> str:
         lines.append(f"{r['stage']:<10} {r['in']:>8} {r['kept']:>8} {r['rejected']:>9}  {r['outputs']}")
         for reason, n in sorted(r["reasons"].items()):
             lines.append(f"{'':<10} {'':>8} {'':>8} {n:>9}    - {reason}")
+        for reason, n in sorted(r.get("pending", {}).items()):
+            lines.append(f"{'':<10} {'':>8} {'':>8} {n:>9}    - pending retry: {reason} (the next run re-acquires)")
     return "\n".join(lines)
 
 

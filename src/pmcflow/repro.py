@@ -62,12 +62,17 @@ TIMED: dict[re.Pattern[str], Callable[[Path], Any]] = {
 }
 
 
+# Bookkeeping files under a results folder that are not outputs (pmcflow.runlock, pmcflow.retry).
+LOCK_NAME = ".pmcflow.lock"
+STAMPS_DIR = ".stamps"
+
+
 def snapshot(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str, Any]:
     """{relative path: what must match} for every regular file under ``root``.
 
     Run logs map to ``None`` (present in both runs, content free); timed records to their content
     less the wall-clock fields; everything else to its sha256.  Paths starting with a ``skip``
-    prefix are left out.  Symlinked folders are not followed.
+    prefix, the run lock and the rerun stamps (``.stamps/``) are left out.  Symlinked folders are not followed.
     """
     base = Path(root)
     prefixes = tuple(skip)
@@ -79,6 +84,8 @@ def snapshot(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str
             rel = p.relative_to(base).as_posix()
             if rel.startswith(prefixes) or p.is_symlink() or not p.is_file():
                 continue
+            if name == LOCK_NAME or STAMPS_DIR in p.relative_to(base).parts[:-1]:
+                continue  # workflow bookkeeping (run lock, rerun stamps), not outputs
             if RUN_LOGS.match(rel):
                 out[rel] = None
                 continue

@@ -177,6 +177,7 @@ SUBFIGURES = pa.schema(
         pa.field("crop_format", pa.string()),  # png | jpeg-q95 ...
         pa.field("crop_width", pa.int32()),
         pa.field("crop_height", pa.int32()),
+        pa.field("crop_sha256", pa.string()),  # of the crop file's bytes: readers check what they point to
     ]
 )
 

@@ -60,6 +60,7 @@ from pmcflow.errors import RejectionError
 from pmcflow.seeding import seed_digest, unit_uniform
 from pmcflow.tables import (
     Rejections,
+    atomic_dir,
     atomic_open,
     counts_record,
     file_sha256,
@@ -68,6 +69,7 @@ from pmcflow.tables import (
     write_json,
     write_table,
 )
+from pmcflow.textclean import clean_text
 
 STAGE = "shard"
 
@@ -141,13 +143,17 @@ def sample_key(uid: str) -> str:
 def compose_text(
     row: Mapping[str, Any], fields: Sequence[str], separator: str, max_chars: int | None = None
 ) -> str:
-    """Join the non-empty text fields in order; a field equal to the previous one is not repeated."""
+    """Join the non-empty text fields in order; a field equal to the previous one is not repeated.
+
+    Each field is normalised (pmcflow.textclean: NFC, no control characters) and its whitespace
+    collapsed, whatever an upstream stage let through.
+    """
     parts: list[str] = []
     for name in fields:
         value = row.get(name)
         if value is None:
             continue
-        text = " ".join(str(value).split())
+        text = " ".join((clean_text(str(value)) or "").split())
         if text and (not parts or parts[-1] != text):
             parts.append(text)
     out = separator.join(parts)
@@ -299,6 +305,10 @@ def brace_urls(directory: str | os.PathLike[str], split: str, n_shards: int) -> 
 # ----------------------------------------------------------------------------------------------
 # The stage
 # ----------------------------------------------------------------------------------------------
+class DanglingPointer(RuntimeError):
+    """Dataset rows point to crops that no longer exist or no longer match their recorded hash."""
+
+
 @dataclass
 class _SplitState:
     name: str
@@ -342,8 +352,23 @@ def shard_dataset(
     """
     t0 = time.perf_counter()
     cfg = resolve_config(cfg_shard)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    final = Path(out_dir)
+    # Everything is written into a temporary sibling folder that replaces ``out_dir`` only once
+    # complete: a killed or failed run never leaves a shards folder that looks finished.
+    with atomic_dir(final) as out:
+        return _shard_into(cfg, seed, dataset_paths, out, final, base_dir, t0)
+
+
+def _shard_into(
+    cfg: dict[str, Any],
+    seed: int,
+    dataset_paths: Sequence[str | os.PathLike[str]],
+    out: Path,
+    final: Path,
+    base_dir: str | os.PathLike[str] | None,
+    t0: float,
+) -> dict[str, Any]:
+    """:func:`shard_dataset`'s body: write into ``out``, record paths as they will be under ``final``."""
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     table = read_dataset(dataset_paths)
     n_in = table.num_rows
@@ -372,8 +397,7 @@ def shard_dataset(
 
     for state in states.values():
         state.directory.mkdir(parents=True, exist_ok=True)
-        for stale in state.directory.glob(f".{state.name}-*.tar.tmp-*"):
-            stale.unlink()
+    dangling: list[str] = []
 
     try:
         for name in split_names:
@@ -392,8 +416,12 @@ def shard_dataset(
                     continue
                 try:
                     raw = _resolve(str(crop), base).read_bytes()
-                except OSError as exc:
-                    rejections.add(uid, "missing_crop", f"{crop}: {exc}", pmcid)
+                except OSError as exc:  # a pointer to nothing: the run fails below, loudly
+                    dangling.append(f"{uid}: {crop}: {exc.strerror or exc}")
+                    continue
+                want = row.get("crop_sha256")
+                if want and hashlib.sha256(raw).hexdigest() != want:
+                    dangling.append(f"{uid}: {crop}: sha256 differs from the one decompose recorded")
                     continue
                 try:
                     payload = prepare_image(
@@ -475,12 +503,13 @@ def shard_dataset(
                 state.writer = None
         raise
 
-    # Remove tars of an earlier run that this run did not produce (e.g. fewer shards now).
+    if dangling:
+        raise DanglingPointer(
+            f"{len(dangling)} of {n_in} dataset rows point to crops that are missing or changed since "
+            f"decompose wrote them (first: {'; '.join(dangling[:3])}). The decompose outputs are stale: "
+            "rerun the workflow (Snakemake reruns decompose_chunk when its crops folder is missing)."
+        )
     for state in states.values():
-        keep = {s["name"] for s in state.shards}
-        for old in state.directory.glob(f"{state.name}-*.tar"):
-            if old.name not in keep:
-                old.unlink()
         write_json(state.directory / "sizes.json", {s["name"]: s["count"] for s in state.shards})
 
     write_table(index_rows, S.SHARD_INDEX, out / "index.parquet")
@@ -510,8 +539,8 @@ def shard_dataset(
             n: {
                 "n_samples": states[n].n_samples,
                 "n_shards": len(states[n].shards),
-                "urls": brace_urls(states[n].directory, n, len(states[n].shards)),
-                "sizes_json": str(states[n].directory / "sizes.json"),
+                "urls": brace_urls(final / n, n, len(states[n].shards)),
+                "sizes_json": str(final / n / "sizes.json"),
                 "shards": states[n].shards,
             }
             for n in split_names
@@ -519,7 +548,7 @@ def shard_dataset(
         "n_articles": {n: len({r["pmcid"] for r in index_rows if r["split"] == n}) for n in split_names},
     }
     write_json(out / "manifest.json", manifest)
-    title = f"pmcflow {out.parent.name if out.name == 'shards' else out.name}"  # results/<run>/shards
+    title = f"pmcflow {final.parent.name if final.name == 'shards' else final.name}"  # results/<run>/shards
     card = dataset_card(manifest, index_rows, sample_json_schema(table.schema), name=title)
     with atomic_open(out / "README.md", "w", encoding="utf-8") as fh:
         fh.write(card)

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pmcflow import schema as S
+from pmcflow.runlock import pid_alive
 
 PARQUET_KW: dict[str, Any] = {"compression": "zstd", "use_dictionary": True, "write_statistics": True}
 
@@ -41,16 +42,6 @@ _HOST = socket.gethostname()
 _TMP_RX = re.compile(r"\.tmp-(?P<pid>\d+)@(?P<host>.*)\.[A-Za-z0-9_]+$")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def remove_stale_temps(parent: str | os.PathLike[str], name: str) -> list[Path]:
     """Remove ``.<name>.tmp-*`` siblings left in ``parent`` by writers that died (SIGKILL, OOM, node loss).
 
@@ -63,7 +54,7 @@ def remove_stale_temps(parent: str | os.PathLike[str], name: str) -> list[Path]:
         return removed
     for p in d.glob(f".{glob.escape(name)}.tmp-*"):
         m = _TMP_RX.search(p.name)
-        if m is not None and (m["host"] != _HOST or _pid_alive(int(m["pid"]))):
+        if m is not None and (m["host"] != _HOST or pid_alive(int(m["pid"]))):
             continue
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
@@ -101,6 +92,24 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary folder next to ``path`` that replaces ``path`` only when the block succeeds.
+
+    A killed or failed writer never leaves a folder that looks complete under the final name.
+    """
+    target = Path(path)
+    tmp = temp_sibling(target, directory=True)
+    try:
+        yield tmp
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
@@ -215,13 +224,19 @@ def counts_record(
     *,
     chunk: str | None = None,
     extra: Mapping[str, Any] | None = None,
+    pending: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Build (and check) a counts record: ``in == kept + sum(rejected)``."""
+    """Build (and check) a counts record: ``in == kept + sum(rejected) + sum(pending)``.
+
+    ``pending`` (acquisition only) counts items that failed for a transient reason and are fetched
+    again by the next run; a stage that has no such state passes None and its record has no key.
+    """
     n_rej = int(sum(rejected.values()))
-    if n_in != n_kept + n_rej:
+    n_pend = int(sum((pending or {}).values()))
+    if n_in != n_kept + n_rej + n_pend:
         raise CountsMismatch(
             f"{stage}{'/' + chunk if chunk else ''}: in={n_in} but kept={n_kept} + rejected={n_rej}"
-            f" ({dict(rejected)})"
+            f" + pending={n_pend} ({dict(rejected)})"
         )
     rec: dict[str, Any] = {
         "stage": stage,
@@ -229,6 +244,8 @@ def counts_record(
         "kept": int(n_kept),
         "rejected": {k: int(v) for k, v in sorted(rejected.items())},
     }
+    if pending is not None:
+        rec["pending"] = {k: int(v) for k, v in sorted(pending.items())}
     if chunk is not None:
         rec["chunk"] = chunk
     if extra:
@@ -249,18 +266,26 @@ def merge_counts(stage: str, records: Iterable[Mapping[str, Any]]) -> dict[str, 
     """Sum per-chunk counts into one record for the stage (with the per-chunk detail kept)."""
     n_in = n_kept = 0
     rejected: Counter[str] = Counter()
+    pending: Counter[str] | None = None
     extra: Counter[str] = Counter()
     chunks: dict[str, dict[str, Any]] = {}
     for rec in records:
         n_in += int(rec["in"])
         n_kept += int(rec["kept"])
         rejected.update({k: int(v) for k, v in rec.get("rejected", {}).items()})
+        if "pending" in rec:
+            pending = pending if pending is not None else Counter()
+            pending.update({k: int(v) for k, v in rec["pending"].items()})
         for k, v in (rec.get("extra") or {}).items():
             if isinstance(v, int | float) and not isinstance(v, bool):
                 extra[k] += v
         if "chunk" in rec:
             chunks[str(rec["chunk"])] = {"in": rec["in"], "kept": rec["kept"]}
-    out = counts_record(stage, n_in, n_kept, rejected, extra=dict(sorted(extra.items())) or None)
+            if rec.get("pending"):
+                chunks[str(rec["chunk"])]["pending"] = int(sum(rec["pending"].values()))
+    out = counts_record(
+        stage, n_in, n_kept, rejected, extra=dict(sorted(extra.items())) or None, pending=pending
+    )
     out["chunks"] = dict(sorted(chunks.items()))
     out["n_chunks"] = len(chunks)
     return out

@@ -98,7 +98,7 @@ def chunk(tmp_path_factory, pool):
     frames = [figim.convert("P"), figim.transpose(Image.Transpose.FLIP_LEFT_RIGHT).convert("P")]
     frames[0].save(d / "anim.gif", save_all=True, append_images=frames[1:], duration=50, loop=0)
     for name in ("corrupt.png", "trunc.png", "bomb.png", "cmyk.jpg", "i16.png", "pal.png", "anim.gif"):
-        rows.append(_row(name.replace(".", "_"), [str(d / name)], "(A) a. (B) b."))
+        rows.append(_row(name.replace(".", "_"), [str(d / name)], "(A) Panel a. (B) Panel b."))
     rows.append(_row("missing", [str(d / "nope.png")]))
     rows.append(_row("nographic", []))
     unresolved = _row("unresolved", [])

@@ -110,7 +110,7 @@ def test_stage_uses_printed_letters_when_counts_disagree(tmp_path, pool, reader)
         rows.append(
             {
                 "figure_uid": f"PMC1.1/f{i}", "article_uid": "PMC1.1", "pmcid": "PMC1", "version": 1,
-                "chunk": "c0", "figure_id": f"f{i}", "caption": "(A) x. (B) y. (C) z.",
+                "chunk": "c0", "figure_id": f"f{i}", "caption": "(A) Cells. (B) Tissue. (C) Organ.",
                 "graphics": [p.stem], "graphic_paths": [str(p)],
             }
         )

@@ -109,7 +109,7 @@ def test_text_field_ablations() -> None:
         ({"verify_images": "quick"}, "shard.verify_images"),
         ({"splits": {"Train": 1.0}}, "shard.splits"),
         ({"max_samples_per_shard": 0}, "shard.max_samples_per_shard"),
-        ({"bogus": 1}, "shard: Additional properties"),
+        ({"bogus": 1}, r"shard\.bogus: unknown key"),
     ):
         with pytest.raises(SH.ShardConfigError, match=path):
             SH.resolve_config(bad)
@@ -179,7 +179,7 @@ def test_corrupt_missing_unsupported_and_empty_text(toy: Path, tmp_path: Path) -
     (tmp_path / "img.tif").write_bytes(tif.getvalue())
     rows[0]["crop_path"] = str(tmp_path / "trunc.png")
     rows[1]["crop_path"] = str(tmp_path / "garbage.jpg")
-    rows[2]["crop_path"] = str(tmp_path / "missing.png")
+    rows[2]["crop_path"] = None  # no crop at all: a rejection (a path to nothing fails the run, below)
     rows[3]["subcaption"], rows[3]["summary"] = "  ", None
     rows[4]["crop_path"] = str(tmp_path / "img.tif")
     rows.append(dict(rows[5]))  # duplicate uid
@@ -206,6 +206,32 @@ def test_corrupt_missing_unsupported_and_empty_text(toy: Path, tmp_path: Path) -
     )
     assert m2["n_samples"] == 1
     assert read_counts(tmp_path / "o2" / "counts.json")["rejected"]["unsupported_format"] == 1
+
+
+@pytest.mark.parametrize("fault", ["deleted", "changed"])
+def test_dangling_crop_pointer_fails_loudly_and_leaves_no_shards(toy: Path, tmp_path: Path, fault: str) -> None:
+    """A dataset row whose crop is gone (or is not the file decompose hashed) fails the shard job;
+    nothing that looks like a finished shards folder is left behind, and an earlier one is kept."""
+    rows = pq.read_table(toy / "dataset.parquet").to_pylist()[:6]
+    crops = tmp_path / "crops"
+    crops.mkdir()
+    for i, r in enumerate(rows):
+        data = (toy / r["crop_path"]).read_bytes()
+        (crops / f"{i}.png").write_bytes(data)
+        r["crop_path"], r["crop_sha256"] = str(crops / f"{i}.png"), hashlib.sha256(data).hexdigest()
+    write_table(rows, S.DATASET, tmp_path / "d.parquet")
+    out = tmp_path / "shards"
+    SH.shard_dataset({"splits": {"train": 1.0}}, 1, [str(tmp_path / "d.parquet")], str(out))
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    assert "manifest.json" in before
+    if fault == "deleted":
+        (crops / "3.png").unlink()
+    else:
+        (crops / "3.png").write_bytes((crops / "4.png").read_bytes())
+    with pytest.raises(SH.DanglingPointer, match=r"1 of 6 dataset rows point to crops"):
+        SH.shard_dataset({"splits": {"train": 1.0}}, 1, [str(tmp_path / "d.parquet")], str(out))
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
 
 
 def test_empty_input(tmp_path: Path) -> None:

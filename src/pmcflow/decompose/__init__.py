@@ -9,6 +9,6 @@
 from __future__ import annotations
 
 from pmcflow.decompose.cli import cli
-from pmcflow.decompose.stage import DEFAULTS, STAGE, decompose_chunk
+from pmcflow.decompose.stage import STAGE, decompose_chunk, settings
 
-__all__ = ["DEFAULTS", "STAGE", "cli", "decompose_chunk"]
+__all__ = ["STAGE", "cli", "decompose_chunk", "settings"]

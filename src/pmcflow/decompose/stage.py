@@ -21,7 +21,6 @@ import logging
 import math
 import os
 import re
-import shutil
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,39 +31,23 @@ from PIL import Image
 
 from pmcflow import schema as S
 from pmcflow import tables as T
+from pmcflow.config import section as config_section
 from pmcflow.decompose.order import SOURCE_SINGLE, assign_labels, reading_order
 from pmcflow.detect.base import Box, Detector, get_detector
-from pmcflow.detect.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+from pmcflow.detect.images import ImageError, load_image
+from pmcflow.textclean import over_cap
 
 STAGE = "decompose"
 log = logging.getLogger(__name__)
 
 # The ``decompose:`` config section and its defaults (docs/decompose.md).
-DEFAULTS: dict[str, Any] = {
-    "backend": "auto",  # auto = the package's shipped detector, else xycut; or a backend name
-    "checkpoint": "shipped",  # "shipped" | path to a checkpoint file/folder | null (weight-free)
-    "detector_params": {},  # backend parameters (e.g. {device: cpu, imgsz: 480})
-    "score_threshold": 0.2,  # seed 000: score 0.2
-    "nms_iou": 0.2,  # seed 000: NMS IoU 0.2
-    "batch_size": 8,
-    "min_box_px": 16,  # boxes whose clipped width or height is below this are dropped
-    "single_panel_cover": 0.5,  # one box covering >= this fraction of the image -> single panel
-    "crop_format": "png",  # png (lossless) | source (JPEG crops of JPEG sources, else PNG)
-    "jpeg_quality": 95,
-    "label_reading": True,  # read printed panel letters with the shipped label reader
-    "label_min_prob": 0.9,  # a printed letter is accepted only above this probability
-    "max_pixels": DEFAULT_MAX_PIXELS,  # larger images are rejected (decompression bombs)
-}
-
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_WORD = re.compile(r"[^\W\d_]{2,}")  # a word of two or more letters
 
 
 def settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """``cfg["decompose"]`` over :data:`DEFAULTS` (unknown keys are kept, not an error)."""
-    section = dict(cfg.get("decompose") or {})
-    return {k: section.get(k, v) for k, v in DEFAULTS.items()} | {
-        k: v for k, v in section.items() if k not in DEFAULTS
-    }
+    """``cfg["decompose"]`` with the schema's defaults (pmcflow.config.section: the one place they live)."""
+    return config_section(cfg, "decompose")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -227,7 +210,9 @@ class _Totals:
     label_sources: Counter[str] = field(default_factory=Counter)
 
 
-def _items(rows: Sequence[Mapping[str, Any]], rej: T.Rejections, totals: _Totals) -> list[_Item]:
+def _items(
+    rows: Sequence[Mapping[str, Any]], rej: T.Rejections, totals: _Totals, max_caption_chars: int
+) -> list[_Item]:
     items: list[_Item] = []
     for row in rows:
         paths = list(row.get("graphic_paths") or [])
@@ -235,6 +220,17 @@ def _items(rows: Sequence[Mapping[str, Any]], rej: T.Rejections, totals: _Totals
         if not paths and not hrefs:
             totals.n_in += 1
             rej.add(row["figure_uid"], "no_graphic", "the figure has no graphic", pmcid=row.get("pmcid"))
+            continue
+        caption = row.get("caption") or ""
+        problem = None
+        if over_cap(caption, max_caption_chars):  # hostile or broken: no model ever sees it
+            problem = ("caption_too_long", f"{len(caption)} characters > decompose.max_caption_chars {max_caption_chars}")
+        elif caption.strip() and not _WORD.search(caption):  # ".", "(A)": nothing a pair could be made of
+            problem = ("caption_uninformative", f"no word in the caption {caption[:40]!r}")
+        if problem is not None:
+            for k in range(max(len(paths), len(hrefs))):
+                totals.n_in += 1
+                rej.add(f"{row['figure_uid']}/g{k}", *problem, pmcid=row.get("pmcid"))
             continue
         for k in range(max(len(paths), len(hrefs))):
             path = paths[k] if k < len(paths) else None
@@ -287,7 +283,7 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
     rows = T.read_rows(figures_path)
     rej = T.Rejections(STAGE, chunk)
     totals = _Totals()
-    items = _items(rows, rej, totals)
+    items = _items(rows, rej, totals, int(dcfg["max_caption_chars"]))
     info = build_detector(dcfg) if items else None
     reader = load_label_reader(dcfg) if items and dcfg["label_reading"] else None
     fmt_cfg = str(dcfg["crop_format"])
@@ -296,9 +292,8 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
     jpeg_fmt = f"jpeg-q{int(dcfg['jpeg_quality'])}"
 
     crops_final = out / "crops"
-    crops_tmp = T.temp_sibling(crops_final, directory=True)
     sub_rows: list[dict[str, Any]] = []
-    try:
+    with T.atomic_dir(crops_final) as crops_tmp:  # the crops appear all at once, or not at all
         bs = max(1, int(dcfg["batch_size"]))
         for start in range(0, len(items), bs):
             batch: list[tuple[_Item, Image.Image]] = []
@@ -330,12 +325,6 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
                 totals.label_sources.update(
                     f"{r['label_source']}:{'letter' if r['panel_label'] else 'null'}" for r in new
                 )
-        if crops_final.exists():
-            shutil.rmtree(crops_final)
-        os.replace(crops_tmp, crops_final)
-    except BaseException:
-        shutil.rmtree(crops_tmp, ignore_errors=True)
-        raise
     T.write_table(sub_rows, S.SUBFIGURES, out / "subfigures.parquet")
     rej.write(out / "rejections.parquet")
     extra: dict[str, Any] = {
@@ -436,6 +425,7 @@ def _subfigures(
                 "crop_format": fmt,
                 "crop_width": p.w,
                 "crop_height": p.h,
+                "crop_sha256": hashlib.sha256(data).hexdigest(),
             }
         )
     return out

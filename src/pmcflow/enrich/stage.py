@@ -10,20 +10,27 @@ the parse tables is rejected (that would be an upstream inconsistency, recorded,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pmcflow import schema as S
 from pmcflow import tables as T
 from pmcflow.config import add_config_args, config_from_args
+from pmcflow.config import section as config_section
+from pmcflow.enrich.prompts import load_prompt
 from pmcflow.enrich.subcaption import SubcaptionRequest, make_subcaptioner
 from pmcflow.enrich.summary import SummaryRequest, make_summarizer
+from pmcflow.enrich.validate import SUMMARY_GATES, summary_gate
+from pmcflow.textclean import clean_text, over_cap
 
 log = logging.getLogger(__name__)
 STAGE = "enrich"
+# Reasons a summary was taken out of a pair (the pair stays): the gates and the length cap.
+SUMMARY_DROPPED = (*SUMMARY_GATES, "summary_too_long")
 
 
 def _caption_parts(fig: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -39,13 +46,14 @@ def enrich_rows(
     rejections: T.Rejections,
 ) -> list[dict[str, Any]]:
     """Enrich subfigure rows; rows that cannot be enriched are added to ``rejections``."""
-    ecfg = dict(cfg.get("enrich") or {})
+    ecfg = config_section(cfg, "enrich")
     figs = {f["figure_uid"]: f for f in figures}
     arts = {a["article_uid"]: a for a in articles}
     by_article: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for m in mentions:
         by_article[m["article_uid"]].append(m)
 
+    pmcids = {sf["subfigure_uid"]: sf["pmcid"] for sf in subfigures}
     usable: list[Mapping[str, Any]] = []
     for sf in subfigures:
         if sf["figure_uid"] not in figs:
@@ -69,7 +77,18 @@ def enrich_rows(
             )
         )
     subcaptioner = make_subcaptioner(ecfg.get("subcaption"))
-    sub_results = {r.key: r for r in subcaptioner.extract(sub_requests)}
+    sub_results = _isolated(subcaptioner.extract, sub_requests, "subcaption_error", pmcids, rejections)
+    for sf in list(usable):
+        res = sub_results.get(sf["subfigure_uid"])
+        if res is not None and over_cap(res.text, ecfg["max_subcaption_chars"]):
+            rejections.add(
+                sf["subfigure_uid"],
+                "subcaption_too_long",
+                f"{len(res.text)} characters > enrich.max_subcaption_chars {ecfg['max_subcaption_chars']}",
+                sf["pmcid"],
+            )
+            del sub_results[sf["subfigure_uid"]]
+    usable = [sf for sf in usable if sf["subfigure_uid"] in sub_results]
 
     sum_requests = []
     for sf in usable:
@@ -86,7 +105,19 @@ def enrich_rows(
             )
         )
     summarizer = make_summarizer(ecfg.get("summary"))
-    sum_results = {r.key: r for r in summarizer.summarize(sum_requests)}
+    sum_results = _isolated(summarizer.summarize, sum_requests, "summary_error", pmcids, rejections)
+    usable = [sf for sf in usable if sf["subfigure_uid"] in sum_results]
+    instructions = load_prompt("summary").instructions
+    for key, res in sum_results.items():
+        text = clean_text(res.text) or ""
+        problem = summary_gate(text, instructions)
+        if problem is None and over_cap(text, ecfg["max_summary_chars"]):
+            problem = ("summary_too_long", f"{len(text)} characters > enrich.max_summary_chars")
+        if problem is not None:  # the pair stays, without the summary; the reason is recorded
+            log.info("%s: summary dropped (%s: %s)", key, *problem)
+            sum_results[key] = dataclasses.replace(
+                res, text="", source="none", reason=problem[0], mention_uids=[]
+            )
 
     rows: list[dict[str, Any]] = []
     for sf in usable:
@@ -102,8 +133,37 @@ def enrich_rows(
         )
         row.update(sub_results[sf["subfigure_uid"]].to_row())
         row.update(sum_results[sf["subfigure_uid"]].to_row())
+        for k in ("subcaption", "shared_text", "summary"):
+            row[k] = clean_text(row[k])
         rows.append(row)
     return rows
+
+
+def _isolated(
+    fn: Callable[[list[Any]], Sequence[Any]],
+    requests: list[Any],
+    reason: str,
+    pmcids: Mapping[str, str],
+    rejections: T.Rejections,
+) -> dict[str, Any]:
+    """``{key: result}`` of ``fn(requests)``; when the batch fails, each figure group is tried alone
+    and the requests of a group that still fails become rejections: one bad item never costs the
+    chunk."""
+    try:
+        return {r.key: r for r in fn(requests)}
+    except Exception as exc:  # noqa: BLE001 - isolated below, recorded per item
+        log.warning("%s on the whole batch (%s: %s); retrying figure by figure", reason, type(exc).__name__, exc)
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for r in requests:
+        groups[r.group or r.key].append(r)
+    out: dict[str, Any] = {}
+    for members in groups.values():
+        try:
+            out.update({r.key: r for r in fn(members)})
+        except Exception as exc:  # noqa: BLE001 - recorded as rejections
+            for r in members:
+                rejections.add(r.key, reason, f"{type(exc).__name__}: {exc}"[:500], pmcids.get(r.key))
+    return out
 
 
 def enrich_chunk(
@@ -134,6 +194,8 @@ def enrich_chunk(
     for r in rows:
         sources[f"subcaption.{r['subcaption_source']}"] += 1
         sources[f"summary.{r['summary_source']}"] += 1
+        if r["summary_reason"] in SUMMARY_DROPPED:
+            sources[f"summary_dropped.{r['summary_reason']}"] += 1
     record = T.counts_record(
         STAGE, len(subfigures), len(rows), rejections.by_reason(), chunk=chunk, extra=dict(sorted(sources.items()))
     )

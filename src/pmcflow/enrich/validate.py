@@ -129,3 +129,65 @@ def check_summary(
     if support(text, inputs) < min_support:
         return Checked(None, "ungrounded")
     return Checked(text, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Quality gates on every summary that would enter the dataset (any backend, extractive included)
+# ---------------------------------------------------------------------------------------------
+SUMMARY_GATES = ("summary_url", "summary_refusal", "summary_prompt_echo", "summary_not_english")
+
+_URL = re.compile(r"(?i)\b(?:https?://|ftp://|www\.)\S+|\b10\.\d{4,9}/\S+")
+_REFUSAL = re.compile(
+    r"(?i)^\W*(?:i'?m sorry|i am sorry|sorry,|unfortunately,? i|i (?:cannot|can ?not|can't|am unable to|"
+    r"'m unable to|do not have (?:access|enough)|don't have (?:access|enough))|as an ai\b|"
+    r"as a (?:large )?language model|there is no (?:information|mention|context)|"
+    r"the (?:provided )?(?:context|text|paragraphs?) (?:does|do) not (?:contain|mention|provide))"
+)
+_ENGLISH = frozenset(
+    "the of and in to a is with for was were are by on that from as at this an be these or which "
+    "we our not than between after during both each its their has have had been it into".split()
+)
+_ECHO_N = 8  # words in a row shared with the prompt's instructions that make an answer an echo
+
+
+def _echo(text: str, instructions: str) -> str | None:
+    words = tokens(text.lower())
+    if len(words) < _ECHO_N:
+        return None
+    prompt = " " + " ".join(tokens(instructions.lower())) + " "
+    for i in range(len(words) - _ECHO_N + 1):
+        gram = " ".join(words[i : i + _ECHO_N])
+        if f" {gram} " in prompt:
+            return gram
+    return None
+
+
+def looks_english(text: str, min_words: int = 12, min_share: float = 0.12) -> bool:
+    """Share of common English function words among the words (texts under ``min_words`` pass)."""
+    words = [w.lower() for w in tokens(text) if any(c.isalpha() for c in w)]
+    if len(words) < min_words:
+        return True
+    return sum(w in _ENGLISH for w in words) / len(words) >= min_share
+
+
+def summary_gate(text: str | None, instructions: str = "") -> tuple[str, str] | None:
+    """``(reason, detail)`` when a summary must not enter the dataset, else None.
+
+    ``summary_url`` (a link), ``summary_refusal`` (the model declined or said there is nothing),
+    ``summary_prompt_echo`` (eight words in a row copied from the prompt's instructions),
+    ``summary_not_english`` (too few English function words for a text of twelve words or more).
+    """
+    if not text or not text.strip():
+        return None
+    m = _URL.search(text)
+    if m:
+        return "summary_url", f"contains {m.group(0)[:80]!r}"
+    m = _REFUSAL.search(text)
+    if m:
+        return "summary_refusal", f"starts {m.group(0)[:80]!r}"
+    gram = _echo(text, instructions) if instructions else None
+    if gram:
+        return "summary_prompt_echo", f"repeats the prompt: {gram!r}"
+    if not looks_english(text):
+        return "summary_not_english", "too few English function words"
+    return None

@@ -10,6 +10,10 @@
   is renamed to ``dest`` only after its size and md5 match what the source promised.  A file whose
   checksum or size is wrong is deleted and fetched again (``checksum_retries`` times), then refused.
 * A ``dest`` already present and verified is not fetched again, so a rerun after a crash resumes.
+* Every attempt has a total deadline (``deadline_s``): a watchdog shuts the socket down when it
+  passes, because the per-read ``timeout_s`` never fires on a server that trickles a byte at a time.
+* When the retries are used up the :class:`FetchError` is ``transient``: the acquire stage records
+  the article as a pending retry (not a rejection) and the next run fetches it again.
 
 Clocks and sleeps are injectable so tests never wait for real.
 """
@@ -22,6 +26,7 @@ import hashlib
 import os
 import random
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -49,22 +54,72 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     urllib3.exceptions.ProtocolError,
     urllib3.exceptions.ReadTimeoutError,
     ConnectionError,
-    TimeoutError,
+    TimeoutError,  # DeadlineExceeded included
 )
 
 
 class FetchError(RejectionError):
     """A file could not be fetched.  ``reason`` is a machine-readable code.
 
-    not_found, http_error, checksum_mismatch, size_mismatch, file_too_large, bad_key
+    not_found, http_error, http_status, deadline_exceeded, checksum_mismatch, size_mismatch,
+    file_too_large, bad_key.  ``transient`` is true when the cause may go away by itself (5xx, 429,
+    resets, timeouts, deadlines after every retry was used): such a failure is retried on the next
+    run, never recorded as final.
     """
 
-    def __init__(self, reason: str, detail: str, *, url: str = "", status: int | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        detail: str,
+        *,
+        url: str = "",
+        status: int | None = None,
+        transient: bool = False,
+    ) -> None:
         super().__init__(reason, detail)
         if url:
             self.args = (f"{self.args[0]} ({url})",)
         self.url = url
         self.status = status
+        self.transient = transient
+
+
+class DeadlineExceeded(TimeoutError):
+    """One transfer attempt ran past ``deadline_s`` (the watchdog cut its socket)."""
+
+
+class _Watchdog:
+    """Shut a response's socket down once ``deadline_s`` has passed since the attempt started.
+
+    A blocked read then returns at once (EOF or an error), and :meth:`check` turns whatever the
+    read raised or returned into :class:`DeadlineExceeded`.
+    """
+
+    def __init__(self, resp: requests.Response, deadline_s: float) -> None:
+        self.fired = False
+        self._resp = resp
+        self._timer = threading.Timer(max(0.0, deadline_s), self._fire)
+        self._timer.daemon = True
+        self.deadline_s = deadline_s
+
+    def _fire(self) -> None:
+        self.fired = True
+        conn = getattr(self._resp.raw, "connection", None)
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def check(self) -> None:
+        if self.fired:
+            raise DeadlineExceeded(f"transfer not finished after {self.deadline_s:g} s (deadline_s)")
 
 
 @dataclass(frozen=True)
@@ -74,6 +129,7 @@ class HttpSettings:
     backoff_s: float = 1.0
     backoff_max_s: float = 60.0
     timeout_s: float = 60.0
+    deadline_s: float = 900.0
     max_file_mb: float = 512.0
     user_agent: str = "pmcflow/0.1"
     checksum_retries: int = 2
@@ -92,6 +148,7 @@ class HttpSettings:
             backoff_s=float(h.get("backoff_s", defaults.backoff_s)),
             backoff_max_s=float(h.get("backoff_max_s", defaults.backoff_max_s)),
             timeout_s=float(h.get("timeout_s", defaults.timeout_s)),
+            deadline_s=float(h.get("deadline_s", defaults.deadline_s)),
             max_file_mb=float(h.get("max_file_mb", defaults.max_file_mb)),
             user_agent=str(h.get("user_agent", defaults.user_agent)),
             checksum_retries=int(h.get("checksum_retries", defaults.checksum_retries)),
@@ -264,10 +321,13 @@ class HttpClient:
         d = min(s.backoff_max_s, s.backoff_s * (2**attempt))
         return d / 2 + self.rng.uniform(0, d / 2)
 
-    def _retry(self, attempt: int, url: str, what: str, retry_after: float | None = None) -> int:
-        """Sleep before the next attempt, or raise once ``retries`` are used up."""
+    def _retry(
+        self, attempt: int, url: str, what: str, retry_after: float | None = None, *, reason: str = "http_error"
+    ) -> int:
+        """Sleep before the next attempt, or raise a transient FetchError once ``retries`` are used up."""
         if attempt >= self.settings.retries:
-            raise FetchError("http_error", f"{what} (gave up after {attempt + 1} attempts)", url=url)
+            detail = f"{what} (gave up after {attempt + 1} attempts)"
+            raise FetchError(reason, detail, url=url, transient=True)
         delay = self.backoff_delay(attempt, retry_after)
         self.stats.retries += 1
         self.stats.sleep_s += delay
@@ -277,9 +337,15 @@ class HttpClient:
 
     @staticmethod
     def _status_error(resp: requests.Response, url: str) -> FetchError:
+        """A status that retrying will not change (404/410 -> not_found; other 4xx -> http_status)."""
         if resp.status_code in NOT_FOUND_STATUSES:
             return FetchError("not_found", f"HTTP {resp.status_code}", url=url, status=resp.status_code)
-        return FetchError("http_error", f"HTTP {resp.status_code}", url=url, status=resp.status_code)
+        return FetchError("http_status", f"HTTP {resp.status_code}", url=url, status=resp.status_code)
+
+    def _broken(self, attempt: int, url: str, e: BaseException, what: str = "") -> int:
+        """Retry after a transfer that broke (reset, timeout, deadline)."""
+        reason = "deadline_exceeded" if isinstance(e, DeadlineExceeded) else "http_error"
+        return self._retry(attempt, url, f"{what}{type(e).__name__}: {e}", reason=reason)
 
     # ------------------------------------------------------------------------------- get bytes
     def get_bytes(self, url: str, max_bytes: int | None = None) -> bytes:
@@ -290,7 +356,7 @@ class HttpClient:
             try:
                 resp = self._send(url)
             except TRANSIENT_ERRORS as e:
-                attempt = self._retry(attempt, url, f"{type(e).__name__}: {e}")
+                attempt = self._broken(attempt, url, e)
                 continue
             with contextlib.closing(resp):
                 if resp.status_code in RETRY_STATUSES:
@@ -304,12 +370,18 @@ class HttpClient:
                     raise FetchError("file_too_large", f"{declared} bytes > limit {limit}", url=url)
                 buf = bytearray()
                 try:
-                    for block in resp.iter_content(CHUNK_BYTES):
-                        buf += block
-                        if len(buf) > limit:
-                            raise FetchError("file_too_large", f"more than {limit} bytes", url=url)
+                    with _Watchdog(resp, self.settings.deadline_s) as dog:
+                        try:
+                            for block in resp.iter_content(CHUNK_BYTES):
+                                buf += block
+                                if len(buf) > limit:
+                                    raise FetchError("file_too_large", f"more than {limit} bytes", url=url)
+                        except TRANSIENT_ERRORS:
+                            dog.check()
+                            raise
+                        dog.check()
                 except TRANSIENT_ERRORS as e:
-                    attempt = self._retry(attempt, url, f"body cut short: {type(e).__name__}")
+                    attempt = self._broken(attempt, url, e, "body cut short: ")
                     continue
                 if declared is not None and declared.isdigit() and len(buf) != int(declared):
                     attempt = self._retry(attempt, url, f"body cut short: {len(buf)} of {declared} bytes")
@@ -345,7 +417,7 @@ class HttpClient:
             try:
                 resp = self._send(url, headers)
             except TRANSIENT_ERRORS as e:
-                attempt = self._retry(attempt, url, f"{type(e).__name__}: {e}")
+                attempt = self._broken(attempt, url, e)
                 continue
             expected_total: int | None = None
             with contextlib.closing(resp):
@@ -383,9 +455,15 @@ class HttpClient:
                     raise FetchError("file_too_large", f"{expected_total} bytes > limit {limit}", url=url)
                 if status != 416:
                     try:
-                        self._stream_to(resp, part, offset, limit, url)
+                        with _Watchdog(resp, self.settings.deadline_s) as dog:
+                            try:
+                                self._stream_to(resp, part, offset, limit, url)
+                            except TRANSIENT_ERRORS:
+                                dog.check()
+                                raise
+                            dog.check()
                     except TRANSIENT_ERRORS as e:
-                        attempt = self._retry(attempt, url, f"body cut short: {type(e).__name__}")
+                        attempt = self._broken(attempt, url, e, "body cut short: ")
                         continue
             have = part.stat().st_size if part.exists() else 0
             if expected_total is not None and have < expected_total:

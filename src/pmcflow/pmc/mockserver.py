@@ -10,7 +10,9 @@ Serves a directory laid out like the bucket (``PMC<id>.<v>/...``, ``metadata/...
 * ``404 NoSuchKey`` XML for a missing object;
 * injectable faults, by path pattern (fnmatch over the request path + query, without the leading
   ``/``) and count: ``drop`` (close the connection mid-body), ``status`` (500/503/...), ``429``
-  (with ``Retry-After``), ``delay`` (slow answer), ``truncate`` (Content-Length larger than the body
+  (with ``Retry-After``), ``delay`` (slow answer), ``trickle`` (the body a few bytes at a time,
+  ``delay_s`` apart: every read succeeds, the transfer never ends in time), ``reset`` (the
+  connection reset before any answer), ``truncate`` (Content-Length larger than the body
   sent), ``corrupt`` (same length, wrong bytes), ``missing`` (404), ``ignore_range`` (200 + full
   body whatever the Range header says);
 * a request log (monotonic timestamps, status, bytes, fault) for tests about retries and rates.
@@ -29,6 +31,7 @@ import mimetypes
 import os
 import re
 import socket
+import struct
 import threading
 import time
 import urllib.parse
@@ -41,7 +44,9 @@ from xml.sax.saxutils import escape
 from pmcflow.pmc.http import http_date
 from pmcflow.pmc.transport import CommonPrefix, FileTransport, ObjectInfo
 
-FAULT_KINDS = ("drop", "status", "429", "delay", "truncate", "corrupt", "missing", "ignore_range")
+FAULT_KINDS = (
+    "drop", "status", "429", "delay", "trickle", "reset", "truncate", "corrupt", "missing", "ignore_range"
+)
 _RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
 S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
@@ -55,7 +60,8 @@ class Fault:
     count: int = 1
     status: int = 503  # status
     retry_after: str = "1"  # 429
-    delay_s: float = 0.2  # delay
+    delay_s: float = 0.2  # delay; trickle: pause between pieces
+    trickle_bytes: int = 16  # trickle: bytes per piece
     after_bytes: int | None = None  # drop: body bytes sent before the connection is cut (None = half)
     extra_bytes: int = 1000  # truncate: how much longer the announced Content-Length is
     fired: int = 0
@@ -80,7 +86,7 @@ class Fault:
                 f.status = int(p)
             elif f.kind == "429":
                 f.retry_after = p
-            elif f.kind == "delay":
+            elif f.kind in ("delay", "trickle"):
                 f.delay_s = float(p)
             elif f.kind == "drop":
                 f.after_bytes = int(p)
@@ -193,6 +199,15 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def _reset(self) -> None:
+        """Abort the connection with a TCP RST (SO_LINGER 0), before any byte of an answer."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
+
     # -------------------------------------------------------------------------------- serve
     def _serve(self, head: bool) -> None:
         t0 = time.monotonic()
@@ -207,6 +222,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if fault and fault.kind == "delay":
                 time.sleep(fault.delay_s)
+            if fault and fault.kind == "reset":
+                self._reset()
+                self._record(target, key, 0, 0, fault, t0)
+                return
             if fault and fault.kind == "status":
                 status = fault.status
                 sent = self._error(status, "InternalError" if status == 500 else "ServiceUnavailable",
@@ -279,6 +298,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body[:n])
             self._cut()
             return status, n
+        if fault and fault.kind == "trickle":
+            sent = 0
+            try:
+                for i in range(0, len(body), max(1, fault.trickle_bytes)):
+                    self.wfile.write(body[i : i + fault.trickle_bytes])
+                    self.wfile.flush()
+                    sent += len(body[i : i + fault.trickle_bytes])
+                    time.sleep(fault.delay_s)
+            except OSError:  # the client gave up (its deadline): what a slow server sees
+                self.close_connection = True
+            return status, sent
         self.wfile.write(body)
         if fault and fault.kind == "truncate":
             self._cut()

@@ -12,6 +12,13 @@ reject their article: the article is kept with the media it could get, and each 
 ``extra`` in ``counts.json``; ``rejections.parquet`` holds article-level rows only, so it reconciles
 with the article counts.
 
+Transient failures (5xx, 429, resets, timeouts, deadlines: a :class:`FetchError` with
+``transient``) are not final.  Such an article (whichever of its files failed) is written to
+``pending.parquet`` instead of ``rejections.parquet`` and counted under ``pending`` in
+``counts.json`` (``in == kept + rejected + pending``).  The next ``snakemake`` run re-acquires the
+chunk (``pending_retry_stamp`` makes the rule out of date), and so does ``pmcflow retry-failed``;
+files already fetched are verified in the cache and not downloaded again.
+
 ``counts.json`` holds what was acquired, so it is the same bytes however the files got there.  How
 they got there (requests, bytes, retries, resumed or cached files) differs between a clean run and a
 resumed one; ``acquire_chunk`` writes it separately, to ``transfer_path`` (the rule puts it beside its
@@ -252,8 +259,22 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
 
 
 # ------------------------------------------------------------------------------ acquisition
+PENDING_STAGE = "acquire.pending"
+
+
 class Rejected(RejectionError):
     """An article version refused during acquisition."""
+
+
+class Pending(RejectionError):
+    """An article version that failed for a transient reason: retried by the next run."""
+
+
+def _fetch_failed(e: FetchError, not_found: str) -> RejectionError:
+    """The article-level outcome of a failed fetch: Pending when transient, else Rejected."""
+    if e.transient:
+        return Pending(e.reason, e.detail)
+    return Rejected(_fetch_reason(e, not_found), e.detail)
 
 
 @dataclass
@@ -294,7 +315,7 @@ def _acquire_cloud(ctx: ChunkContext, row: Mapping[str, Any]) -> dict[str, Any]:
     try:
         raw = t.get(row["key"], METADATA_MAX_BYTES)
     except FetchError as e:
-        raise Rejected(_fetch_reason(e, "metadata_missing"), e.detail) from e
+        raise _fetch_failed(e, "metadata_missing") from e
     try:
         md = cloud.parse_metadata(raw)
     except cloud.MetadataError as e:
@@ -311,7 +332,7 @@ def _acquire_cloud(ctx: ChunkContext, row: Mapping[str, Any]) -> dict[str, Any]:
     try:
         xml = t.download(md.xml.key, art_dir / xml_name, md5=md.xml.md5)
     except FetchError as e:
-        raise Rejected(_fetch_reason(e, "xml_missing"), e.detail) from e
+        raise _fetch_failed(e, "xml_missing") from e
     media: list[dict[str, Any]] = []
     names = {xml_name}
     for f in md.media:
@@ -327,6 +348,8 @@ def _acquire_cloud(ctx: ChunkContext, row: Mapping[str, Any]) -> dict[str, Any]:
         try:
             res = t.download(f.key, art_dir / f.name, md5=f.md5)
         except FetchError as e:
+            if e.transient:  # the whole article waits: a rerun must give the unfaulted result
+                raise Pending(e.reason, f"{f.name}: {e.detail}") from e
             reason = "media_missing" if e.reason == "not_found" else f"media_{e.reason}"
             ctx.media_rej.add(item, reason, e.detail, pmcid)
             ctx.media_counts["media_rejected"] += 1
@@ -391,7 +414,7 @@ def _unpack(ctx: ChunkContext, row: Mapping[str, Any], art_dir: Path) -> dict[st
     try:
         used_key, _ = _fetch_legacy(ctx.backend, row["key"], lambda k: t.download(k, pkg))
     except FetchError as e:
-        raise Rejected(_fetch_reason(e, "package_missing"), e.detail) from e
+        raise _fetch_failed(e, "package_missing") from e
 
     def wanted(name: str) -> bool:
         return name.lower().endswith(XML_EXTENSIONS) or ctx.media.wanted(name)
@@ -523,16 +546,20 @@ def acquire_chunk(
         media_rej=Rejections(MEDIA_STAGE, chunk),
     )
     rej = Rejections(ACQUIRE_STAGE, chunk)
+    pending = Rejections(PENDING_STAGE, chunk)
     kept: list[dict[str, Any]] = []
     acquire = _acquire_cloud if backend.layout == "cloud" else _acquire_ftp
     try:
         for i, row in enumerate(rows):
             try:
                 kept.append(acquire(ctx, row))
+            except Pending as e:
+                pending.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
             except Rejected as e:
                 rej.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
             except FetchError as e:  # anything not mapped to a more specific reason
-                rej.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
+                target = pending if e.transient else rej
+                target.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
             if (i + 1) % 100 == 0:
                 log.info("%s: %d/%d articles", chunk, i + 1, len(rows))
     finally:
@@ -540,12 +567,15 @@ def acquire_chunk(
     write_table(kept, S.ACQUIRED, out / "articles.parquet")
     _sorted_rejections(rej).write(out / "rejections.parquet")
     _sorted_rejections(ctx.media_rej).write(out / "media_rejections.parquet")
+    _sorted_rejections(pending).write(out / "pending.parquet")
     extra: dict[str, Any] = {
         k: int(v) for k, v in sorted(ctx.media_counts.items()) if k not in TRANSFER_COUNTERS
     }
     for reason, n in sorted(ctx.media_rej.by_reason().items()):
         extra[f"media_rejected.{reason}"] = n
-    counts = counts_record(ACQUIRE_STAGE, len(rows), len(kept), rej.by_reason(), chunk=chunk, extra=extra)
+    counts = counts_record(
+        ACQUIRE_STAGE, len(rows), len(kept), rej.by_reason(), chunk=chunk, extra=extra, pending=pending.by_reason()
+    )
     write_counts(out / "counts.json", counts)
     transfer: dict[str, Any] = {f"http.{k}": v for k, v in sorted(backend.transport.stats.as_dict().items())}
     transfer.update({k: int(ctx.media_counts.get(k, 0)) for k in TRANSFER_COUNTERS})
@@ -553,13 +583,21 @@ def acquire_chunk(
     if transfer_path is not None:
         write_json(transfer_path, {"chunk": chunk, "source": backend.source, **transfer})
     log.info(
-        "%s: %d in, %d kept, %d rejected, %d media failures",
+        "%s: %d in, %d kept, %d rejected, %d pending retry, %d media failures",
         chunk,
         len(rows),
         len(kept),
         len(rej),
+        len(pending),
         len(ctx.media_rej),
     )
+    if pending:
+        log.warning(
+            "%s: %d article(s) failed for a transient reason (%s); the next run re-acquires them",
+            chunk,
+            len(pending),
+            ", ".join(f"{k} {v}" for k, v in sorted(pending.by_reason().items())),
+        )
     return counts
 
 
@@ -593,6 +631,71 @@ def cli_list(argv: Sequence[str]) -> int:
     return 0
 
 
+def retry_failed(cfg: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, int]:
+    """Re-acquire every chunk of the run that has articles pending a retry; ``{chunk: still pending}``.
+
+    The same call as the rule's (same listing, outputs, cache and transfer log), holding the results
+    and cache locks.  Files fetched before are verified in the cache, not downloaded again; the next
+    ``snakemake`` run sees the newer chunk outputs and rebuilds what depends on them.
+    """
+    from pmcflow.retry import pending_by_chunk
+    from pmcflow.runlock import locked
+
+    results = Path(cfg["paths"]["results"])
+    before = pending_by_chunk(results)
+    if dry_run or not before:
+        return before
+    cache = Path(cfg["paths"]["resources"]) / "pmc"
+    after: dict[str, int] = {}
+    with locked((results, "results folder"), (cache, "download cache")):
+        for chunk in before:
+            log.info("%s: re-acquiring (%d article(s) pending)", chunk, before[chunk])
+            counts = acquire_chunk(
+                dict(cfg),
+                chunk,
+                os.fspath(results / "listing" / "listing.parquet"),
+                os.fspath(results / "acquire" / chunk),
+                os.fspath(cache),
+                transfer_path=Path(cfg["paths"]["logs"]) / "acquire" / f"{chunk}.transfer.json",
+            )
+            after[chunk] = int(sum(counts.get("pending", {}).values()))
+    return after
+
+
+def cli_retry_failed(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="pmcflow retry-failed",
+        description="Re-acquire the articles that failed for a transient reason (HTTP 5xx/429, resets, "
+        "timeouts) and are pending a retry. Prints {chunk: articles still pending} as JSON; exit 0 when "
+        "none is left, 3 when some still fail.",
+    )
+    add_config_args(p)
+    p.add_argument("--dry-run", action="store_true", help="Only list the chunks with pending articles.")
+    args = p.parse_args(list(argv))
+    _setup_logging()
+    result = retry_failed(config_from_args(args), dry_run=args.dry_run)
+    print(json.dumps(result, sort_keys=True))
+    if args.dry_run:
+        return 0
+    return 3 if any(result.values()) else 0
+
+
+def cli_unlock(argv: Sequence[str]) -> int:
+    from pmcflow.runlock import describe, force_unlock
+
+    p = argparse.ArgumentParser(
+        prog="pmcflow unlock",
+        description="Remove the .pmcflow.lock of a results folder or download cache whose run is gone "
+        "(killed on another host). Check first that no run is still using it.",
+    )
+    p.add_argument("directory", nargs="+", help="Folder(s) holding a .pmcflow.lock.")
+    args = p.parse_args(list(argv))
+    for d in args.directory:
+        owner = force_unlock(d)
+        print(f"{d}: " + ("no lock" if owner is None else f"removed the lock of {describe(owner)}"))
+    return 0
+
+
 def cli_acquire(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="pmcflow acquire-chunk", description="Download and verify one chunk.")
     add_config_args(p)
@@ -603,13 +706,16 @@ def cli_acquire(argv: Sequence[str]) -> int:
     p.add_argument("--transfer-stats", metavar="JSON", help="Write this run's transfer statistics here.")
     args = p.parse_args(list(argv))
     _setup_logging()
-    counts = acquire_chunk(
-        config_from_args(args),
-        args.chunk,
-        args.listing,
-        args.out,
-        args.cache,
-        transfer_path=args.transfer_stats,
-    )
+    from pmcflow.runlock import locked
+
+    with locked((args.cache, "download cache")):
+        counts = acquire_chunk(
+            config_from_args(args),
+            args.chunk,
+            args.listing,
+            args.out,
+            args.cache,
+            transfer_path=args.transfer_stats,
+        )
     print(json.dumps(counts, sort_keys=True))
     return 0

@@ -1,0 +1,134 @@
+"""Cross-field configuration checks: what a JSON schema cannot say, checked before any job starts.
+
+The schema (``config/schema/config.schema.yaml``) gives every key a type, a range or an enum; this
+module adds the rules that tie keys together or look at the world: split fractions that sum to 1,
+dates that exist and are in order, settings that contradict each other, input paths that resolve.
+Each problem is one line starting with the key's full path.
+
+Run on the validated config (defaults filled) by ``rules/common.smk`` (loaded from the workflow's
+tree, standard library only) and by :func:`pmcflow.config.validate` for the CLI, so a bad value
+fails at load time in both, never hours later inside a stage.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+_DATE_RE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+
+
+def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
+    cur: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def parse_date_bound(value: Any, *, end: bool) -> _dt.date | None:
+    """``YYYY[-MM[-DD]]`` -> the first (or, for ``end``, the last) day it covers; ValueError if bad."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, _dt.date):
+        return value
+    m = _DATE_RE.match(str(value).strip())
+    if not m:
+        raise ValueError(f"{value!r} is not YYYY, YYYY-MM or YYYY-MM-DD")
+    y, mo, d = int(m.group(1)), m.group(2), m.group(3)
+    if mo is None:
+        return _dt.date(y, 12, 31) if end else _dt.date(y, 1, 1)
+    month = int(mo)
+    if d is None:
+        if not 1 <= month <= 12:
+            raise ValueError(f"{value!r}: month {month} does not exist")
+        if not end:
+            return _dt.date(y, month, 1)
+        nxt = _dt.date(y + (month == 12), month % 12 + 1, 1)
+        return nxt - _dt.timedelta(days=1)
+    try:
+        return _dt.date(y, month, int(d))
+    except ValueError as e:
+        raise ValueError(f"{value!r}: {e}") from None
+
+
+def _local_path(value: str) -> Path:
+    return Path(value[len("file://") :] if value.startswith("file://") else value)
+
+
+def normalise(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Values YAML reads as something else than meant, turned back into what the schema expects.
+
+    ``date_from: 2020`` (an int) and ``date_from: 2020-01-31`` (a ``datetime.date``) become strings.
+    """
+    select = cfg.get("select")
+    if isinstance(select, dict):
+        for key in ("date_from", "date_to"):
+            v = select.get(key)
+            if isinstance(v, int | _dt.date) and not isinstance(v, bool):
+                select[key] = v.isoformat() if isinstance(v, _dt.date) else str(v)
+    return cfg
+
+
+def problems(cfg: Mapping[str, Any], base: str | os.PathLike[str] = ".") -> list[str]:
+    """Every cross-field problem of ``cfg`` as ``"<key path>: <message>"`` (empty when fine).
+
+    Relative paths resolve against ``base`` (the working directory of the run).
+    """
+    out: list[str] = []
+    root = Path(base)
+
+    # shard.splits: fractions of the groups -> they must cover all of them exactly once.
+    splits = _get(cfg, "shard.splits")
+    if isinstance(splits, Mapping) and splits:
+        try:
+            total = math.fsum(float(v) for v in splits.values())
+        except (TypeError, ValueError):
+            total = float("nan")
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            out.append(f"shard.splits: the fractions sum to {total:g}, not 1 ({dict(splits)})")
+
+    # select.date_from / date_to: real dates, in order.
+    bounds: dict[str, _dt.date | None] = {}
+    for key, end in (("date_from", False), ("date_to", True)):
+        try:
+            bounds[key] = parse_date_bound(_get(cfg, f"select.{key}"), end=end)
+        except ValueError as e:
+            out.append(f"select.{key}: {e}")
+    lo, hi = bounds.get("date_from"), bounds.get("date_to")
+    if lo and hi and lo > hi:
+        out.append(f"select.date_to: {hi} is before select.date_from {lo}")
+
+    # Settings that contradict each other.
+    if _get(cfg, "train.device") == "cpu" and _get(cfg, "train.precision") not in (None, "fp32"):
+        out.append(f"train.precision: {_get(cfg, 'train.precision')!r} needs a GPU; use fp32 with train.device cpu")
+    http = _get(cfg, "http") or {}
+    if http and float(http.get("backoff_max_s", math.inf)) < float(http.get("backoff_s", 0)):
+        out.append("http.backoff_max_s: smaller than http.backoff_s")
+    if _get(cfg, "decompose.checkpoint") == "trained" and not _get(cfg, "detector.train"):
+        out.append("decompose.checkpoint: 'trained' needs detector.train: true (or name a checkpoint)")
+
+    # Input paths that must resolve before anything runs.
+    if _get(cfg, "source.backend") == "local":
+        mirror = _get(cfg, "source.local.root") or ""
+        if not mirror:
+            out.append("source.local.root: empty, but source.backend is local")
+        elif not (root / _local_path(mirror)).exists():
+            out.append(f"source.local.root: {mirror} does not exist")
+    if _get(cfg, "source.backend") in ("cloud", "local") and _get(cfg, "source.cloud.listing") == "pmcids":
+        pfile = _get(cfg, "source.cloud.pmcids_file") or ""
+        if pfile and not (root / pfile).is_file():
+            out.append(f"source.cloud.pmcids_file: {pfile} does not exist")
+        if not pfile and not _get(cfg, "source.cloud.pmcids"):
+            out.append("source.cloud.pmcids: listing is pmcids but neither pmcids nor pmcids_file is set")
+    for i, ds in enumerate(_get(cfg, "evaluate.zero_shot.datasets") or []):
+        p = ds.get("path") if isinstance(ds, Mapping) else None
+        if p and not (root / p).exists():
+            out.append(f"evaluate.zero_shot.datasets.{i}.path: {p} does not exist")
+    return out
