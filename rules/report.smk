@@ -15,11 +15,21 @@ REPORT_INPUTS = {
         f"{RESULTS}/filter/counts.json",
         f"{RESULTS}/shards",
     ),
+    # Each report's overview names only the stages it takes as inputs (report.sections.overview).
     "detector": (
         f"{RESULTS}/detector/eval/eval.json",
+        f"{RESULTS}/listing/counts.json",
+        f"{RESULTS}/acquire/counts.json",
+        f"{RESULTS}/parse/counts.json",
         f"{RESULTS}/decompose/counts.json",
     ),
-    "enrichment": (f"{RESULTS}/enrich/counts.json"),
+    "enrichment": (
+        f"{RESULTS}/listing/counts.json",
+        f"{RESULTS}/acquire/counts.json",
+        f"{RESULTS}/parse/counts.json",
+        f"{RESULTS}/decompose/counts.json",
+        f"{RESULTS}/enrich/counts.json",
+    ),
     "training": (
         f"{RESULTS}/encoders/{RUN}",
         f"{RESULTS}/evaluation/{RUN}/metrics.json",

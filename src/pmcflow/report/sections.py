@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -45,9 +46,13 @@ def _rows(df: pl.DataFrame) -> list[dict[str, Any]]:
 # ============================================================================================
 # Common
 # ============================================================================================
-def overview(res: Results, title: str) -> list[Part]:
-    ran = [c.stage for c in load.stage_counts(res)]
-    missing = [s.stage for s in load.missing_stages(res)]
+def overview(res: Results, title: str, stages: Sequence[str] | None = None) -> list[Part]:
+    """Title and which stages have outputs.  ``stages``: only these (the ones the report's rule
+    takes as inputs), so what the line says does not depend on which other jobs happened to finish
+    before the report ran."""
+    keep = set(stages) if stages is not None else None
+    ran = [c.stage for c in load.stage_counts(res) if keep is None or c.stage in keep]
+    missing = [s.stage for s in load.missing_stages(res) if keep is None or s.stage in keep]
     try:
         shown = res.results_dir.relative_to(res.workdir)
     except ValueError:
