@@ -12,6 +12,7 @@ fails at load time in both, never hours later inside a stage.
 
 from __future__ import annotations
 
+import calendar
 import datetime as _dt
 import math
 import os
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-_DATE_RE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+_DATE_RE = re.compile(r"^\s*(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?\s*$")
 
 
 def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
@@ -32,30 +33,30 @@ def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
     return cur
 
 
-def parse_date_bound(value: Any, *, end: bool) -> _dt.date | None:
-    """``YYYY[-MM[-DD]]`` -> the first (or, for ``end``, the last) day it covers; ValueError if bad."""
-    if value in (None, ""):
+def date_bound(text: Any) -> tuple[_dt.date, _dt.date] | None:
+    """``YYYY[-MM[-DD]]`` -> ``(first day, last day)`` of the interval it names; empty -> None.
+
+    A ValueError names the value when it is not a date that exists.  The one parser of date bounds:
+    ``pmcflow.pmc.select`` selects with it, the workflow checks the config with it.
+    """
+    if text is None or not str(text).strip():
         return None
-    if isinstance(value, _dt.date):
-        return value
-    m = _DATE_RE.match(str(value).strip())
+    m = _DATE_RE.match(str(text))
     if not m:
-        raise ValueError(f"{value!r} is not YYYY, YYYY-MM or YYYY-MM-DD")
+        raise ValueError(f"{text!r} is not YYYY, YYYY-MM or YYYY-MM-DD")
     y, mo, d = int(m.group(1)), m.group(2), m.group(3)
     if mo is None:
-        return _dt.date(y, 12, 31) if end else _dt.date(y, 1, 1)
+        return _dt.date(y, 1, 1), _dt.date(y, 12, 31)
     month = int(mo)
+    if not 1 <= month <= 12:
+        raise ValueError(f"{text!r}: month {month} does not exist")
     if d is None:
-        if not 1 <= month <= 12:
-            raise ValueError(f"{value!r}: month {month} does not exist")
-        if not end:
-            return _dt.date(y, month, 1)
-        nxt = _dt.date(y + (month == 12), month % 12 + 1, 1)
-        return nxt - _dt.timedelta(days=1)
+        return _dt.date(y, month, 1), _dt.date(y, month, calendar.monthrange(y, month)[1])
     try:
-        return _dt.date(y, month, int(d))
+        day = _dt.date(y, month, int(d))
     except ValueError as e:
-        raise ValueError(f"{value!r}: {e}") from None
+        raise ValueError(f"{text!r}: {e}") from None
+    return day, day
 
 
 def _local_path(value: str) -> Path:
@@ -95,13 +96,14 @@ def problems(cfg: Mapping[str, Any], base: str | os.PathLike[str] = ".") -> list
             out.append(f"shard.splits: the fractions sum to {total:g}, not 1 ({dict(splits)})")
 
     # select.date_from / date_to: real dates, in order.
-    bounds: dict[str, _dt.date | None] = {}
-    for key, end in (("date_from", False), ("date_to", True)):
+    bounds: dict[str, tuple[_dt.date, _dt.date] | None] = {}
+    for key in ("date_from", "date_to"):
         try:
-            bounds[key] = parse_date_bound(_get(cfg, f"select.{key}"), end=end)
+            bounds[key] = date_bound(_get(cfg, f"select.{key}"))
         except ValueError as e:
             out.append(f"select.{key}: {e}")
-    lo, hi = bounds.get("date_from"), bounds.get("date_to")
+    lo = (bounds.get("date_from") or (None, None))[0]
+    hi = (bounds.get("date_to") or (None, None))[1]
     if lo and hi and lo > hi:
         out.append(f"select.date_to: {hi} is before select.date_from {lo}")
 

@@ -36,7 +36,7 @@ from pmcflow import schema as S
 from pmcflow.config import section as config_section
 from pmcflow.errors import RejectionError
 from pmcflow.licenses import from_jats
-from pmcflow.tables import Rejections, counts_record, read_rows, write_counts, write_table
+from pmcflow.tables import Rejections, counts_record, file_md5, read_rows, write_counts, write_table
 from pmcflow.textclean import clean_text, over_cap
 
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
@@ -1145,17 +1145,12 @@ def _changed_since_download(path: str, md5: str | None) -> str | None:
     """Why a cached file no longer is what was downloaded (missing, other md5), or None."""
     if not md5:
         return None
-    import hashlib
-
-    h = hashlib.md5()
     try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        actual = file_md5(path)
     except OSError as e:
         return f"unreadable ({e.strerror or e})"
-    if h.hexdigest() != md5.lower():
-        return f"md5 {h.hexdigest()} != {md5} recorded when it was downloaded"
+    if actual != md5.lower():
+        return f"md5 {actual} != {md5} recorded when it was downloaded"
     return None
 
 

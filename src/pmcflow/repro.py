@@ -24,6 +24,8 @@ from typing import Any
 from pmcflow.detect.base import HISTORY_TIMING_KEYS
 from pmcflow.detect.base import TIMING_KEYS as DETECTOR_TIMING_KEYS
 from pmcflow.encoders.train import TIMING_COLUMNS, TIMING_KEYS
+from pmcflow.retry import STAMP_DIR  # rerun stamps: workflow bookkeeping, not outputs
+from pmcflow.runlock import LOCK_NAME  # the run lock, likewise
 from pmcflow.tables import file_sha256
 
 RUN_LOGS = re.compile(
@@ -62,9 +64,6 @@ TIMED: dict[re.Pattern[str], Callable[[Path], Any]] = {
 }
 
 
-# Bookkeeping files under a results folder that are not outputs (pmcflow.runlock, pmcflow.retry).
-LOCK_NAME = ".pmcflow.lock"
-STAMPS_DIR = ".stamps"
 
 
 def snapshot(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str, Any]:
@@ -84,7 +83,7 @@ def snapshot(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str
             rel = p.relative_to(base).as_posix()
             if rel.startswith(prefixes) or p.is_symlink() or not p.is_file():
                 continue
-            if name == LOCK_NAME or STAMPS_DIR in p.relative_to(base).parts[:-1]:
+            if name == LOCK_NAME or STAMP_DIR in p.relative_to(base).parts[:-1]:
                 continue  # workflow bookkeeping (run lock, rerun stamps), not outputs
             if RUN_LOGS.match(rel):
                 out[rel] = None

@@ -6,8 +6,7 @@ job one more input, :func:`retry_stamp`: a file that no rule writes.  When the c
 articles are pending, the stamp is touched while Snakemake builds its plan, so it is newer than the
 chunk's outputs (and its content differs from what Snakemake recorded) and the next plain
 ``snakemake`` run re-acquires the chunk (Snakemake's mtime trigger) and rebuilds whatever depends
-on it.  A chunk with nothing pending keeps an old stamp and
-is not touched.
+on it.  A chunk with nothing pending keeps an old stamp and is not touched.
 
 Standard library only: the Snakefile loads this file directly (like ``closure.py``), so the
 Snakemake process needs no pmcflow install.
@@ -37,6 +36,17 @@ def pending_of(counts_path: str | os.PathLike[str]) -> int:
     return int(sum(int(v) for v in (rec.get("pending") or {}).values()))
 
 
+def _stamp(results: str | os.PathLike[str], name: str) -> Path:
+    """``<results>/.stamps/<name>.stamp``, created with mtime 0 when missing: a stamp no rule writes
+    never makes its rule out of date until it is rewritten."""
+    stamp = Path(results) / STAMP_DIR / f"{name}.stamp"
+    if not stamp.exists():
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(f"{name}: rewritten when its rule must rerun\n")
+        os.utime(stamp, (0, 0))
+    return stamp
+
+
 def retry_stamp(results: str | os.PathLike[str], chunk: str) -> str:
     """The chunk's retry stamp (created with mtime 0 when missing), touched when articles are pending.
 
@@ -44,11 +54,7 @@ def retry_stamp(results: str | os.PathLike[str], chunk: str) -> str:
     (a dry run, then the run) does not matter, and a chunk re-acquired with nothing left pending is
     up to date afterwards.
     """
-    stamp = Path(results) / STAMP_DIR / f"acquire-retry-{chunk}.stamp"
-    if not stamp.exists():
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(f"retry stamp of acquire chunk {chunk} (touched while articles are pending)\n")
-        os.utime(stamp, (0, 0))
+    stamp = _stamp(results, f"acquire-retry-{chunk}")
     counts = chunk_counts_path(results, chunk)
     n = pending_of(counts)
     if n:
@@ -73,11 +79,7 @@ def presence_stamp(results: str | os.PathLike[str], name: str, required: list[st
     for files that later tables point to (the decompose crops), that would leave dangling pointers
     after a killed rerun.  Created with mtime 0; untouched while everything required exists.
     """
-    stamp = Path(results) / STAMP_DIR / f"{name}.stamp"
-    if not stamp.exists():
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(f"presence stamp of {name}\n")
-        os.utime(stamp, (0, 0))
+    stamp = _stamp(results, name)
     missing = [p for p in required if not Path(p).exists()]
     if missing:
         stamp.write_text(f"{name}: missing {', '.join(missing)} (plan at {time.time_ns()})\n")

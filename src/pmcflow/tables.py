@@ -121,13 +121,22 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kw: Any) -> Ite
         os.fsync(fh.fileno())
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
-    h = hashlib.sha256()
+def _file_digest(path: str | os.PathLike[str], algorithm: str) -> str:
+    h = hashlib.new(algorithm)
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    return _file_digest(path, "sha256")
+
+
+def file_md5(path: str | os.PathLike[str]) -> str:
+    """Hex md5 of a file's bytes (what PMC publishes for its files), read in 1 MiB blocks."""
+    return _file_digest(path, "md5")
 
 
 def save_torch(obj: Any, path: str | os.PathLike[str]) -> None:

@@ -78,7 +78,7 @@ def enrich_rows(
         )
     subcaptioner = make_subcaptioner(ecfg.get("subcaption"))
     sub_results = _isolated(subcaptioner.extract, sub_requests, "subcaption_error", pmcids, rejections)
-    for sf in list(usable):
+    for sf in usable:
         res = sub_results.get(sf["subfigure_uid"])
         if res is not None and over_cap(res.text, ecfg["max_subcaption_chars"]):
             rejections.add(

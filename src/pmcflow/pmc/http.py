@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import hashlib
 import os
 import random
 import re
@@ -39,6 +38,7 @@ import requests
 import urllib3
 
 from pmcflow.errors import RejectionError
+from pmcflow.tables import file_md5
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 NOT_FOUND_STATUSES = frozenset({404, 410})
@@ -91,8 +91,9 @@ class DeadlineExceeded(TimeoutError):
 class _Watchdog:
     """Shut a response's socket down once ``deadline_s`` has passed since the attempt started.
 
-    A blocked read then returns at once (EOF or an error), and :meth:`check` turns whatever the
-    read raised or returned into :class:`DeadlineExceeded`.
+    A blocked read then returns at once (EOF or an error); leaving the block turns whatever the read
+    raised (a transient error) or returned (a short body) into :class:`DeadlineExceeded`.  Other
+    exceptions (``file_too_large``) pass through unchanged.
     """
 
     def __init__(self, resp: requests.Response, deadline_s: float) -> None:
@@ -114,12 +115,10 @@ class _Watchdog:
         self._timer.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         self._timer.cancel()
-
-    def check(self) -> None:
-        if self.fired:
-            raise DeadlineExceeded(f"transfer not finished after {self.deadline_s:g} s (deadline_s)")
+        if self.fired and (exc_type is None or issubclass(exc_type, TRANSIENT_ERRORS)):
+            raise DeadlineExceeded(f"transfer not finished after {self.deadline_s:g} s (deadline_s)") from exc
 
 
 @dataclass(frozen=True)
@@ -227,20 +226,12 @@ class DownloadResult:
     resumed: bool = False
 
 
-def md5_file(path: str | os.PathLike[str]) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verify_file(path: Path, md5: str | None, size: int | None) -> tuple[bool, str, str]:
     """``(ok, reason, actual_md5)``: size checked first (cheap), then md5."""
     actual_size = path.stat().st_size
     if size is not None and actual_size != size:
         return False, "size_mismatch", ""
-    actual = md5_file(path)
+    actual = file_md5(path)
     if md5 is not None and actual.lower() != md5.lower():
         return False, "checksum_mismatch", actual
     return True, "", actual
@@ -370,16 +361,11 @@ class HttpClient:
                     raise FetchError("file_too_large", f"{declared} bytes > limit {limit}", url=url)
                 buf = bytearray()
                 try:
-                    with _Watchdog(resp, self.settings.deadline_s) as dog:
-                        try:
-                            for block in resp.iter_content(CHUNK_BYTES):
-                                buf += block
-                                if len(buf) > limit:
-                                    raise FetchError("file_too_large", f"more than {limit} bytes", url=url)
-                        except TRANSIENT_ERRORS:
-                            dog.check()
-                            raise
-                        dog.check()
+                    with _Watchdog(resp, self.settings.deadline_s):
+                        for block in resp.iter_content(CHUNK_BYTES):
+                            buf += block
+                            if len(buf) > limit:
+                                raise FetchError("file_too_large", f"more than {limit} bytes", url=url)
                 except TRANSIENT_ERRORS as e:
                     attempt = self._broken(attempt, url, e, "body cut short: ")
                     continue
@@ -455,13 +441,8 @@ class HttpClient:
                     raise FetchError("file_too_large", f"{expected_total} bytes > limit {limit}", url=url)
                 if status != 416:
                     try:
-                        with _Watchdog(resp, self.settings.deadline_s) as dog:
-                            try:
-                                self._stream_to(resp, part, offset, limit, url)
-                            except TRANSIENT_ERRORS:
-                                dog.check()
-                                raise
-                            dog.check()
+                        with _Watchdog(resp, self.settings.deadline_s):
+                            self._stream_to(resp, part, offset, limit, url)
                     except TRANSIENT_ERRORS as e:
                         attempt = self._broken(attempt, url, e, "body cut short: ")
                         continue

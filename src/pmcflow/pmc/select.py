@@ -19,6 +19,7 @@ from datetime import date
 from typing import Any
 
 from pmcflow import licenses
+from pmcflow.configcheck import date_bound
 
 MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
 _CITE_DATE_RE = re.compile(
@@ -27,7 +28,6 @@ _CITE_DATE_RE = re.compile(
     r"(?:-[A-Za-z]+)?"  # month range "Dec-Jan": start month counts
     r"(?:\s+(\d{1,2})\b(?![:(]))?)?"  # day
 )
-_BOUND_RE = re.compile(r"^\s*(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?\s*$")
 
 @dataclass(frozen=True)
 class DateSpan:
@@ -59,17 +59,8 @@ def citation_date(citation: str | None) -> DateSpan | None:
 
 def parse_bound(text: str) -> DateSpan | None:
     """``YYYY[-MM[-DD]]`` -> the interval it names; empty -> None; anything else -> ValueError."""
-    if not text or not text.strip():
-        return None
-    m = _BOUND_RE.match(text)
-    if not m:
-        raise ValueError(f"date bound {text!r} is not YYYY[-MM[-DD]]")
-    y, mo, d = int(m.group(1)), m.group(2), m.group(3)
-    if mo is not None and not 1 <= int(mo) <= 12:
-        raise ValueError(f"date bound {text!r}: bad month")
-    if d is not None:
-        date(y, int(mo), int(d))  # raises on an impossible day
-    return DateSpan.of(y, int(mo) if mo else None, int(d) if d else None)
+    span = date_bound(text)
+    return DateSpan(*span) if span else None
 
 
 @dataclass(frozen=True)
