@@ -23,7 +23,7 @@ export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
 export TOKENIZERS_PARALLELISM=false
 export PYTHONHASHSEED=0
 
-.PHONY: help venv venv-mmdet demo test test-fast lint bench lock clean clean-demo
+.PHONY: help venv venv-mmdet demo test test-fast lint bench lock clean clean-demo apptainer
 
 help:
 	@echo "make demo       run the whole workflow on the embedded demo corpus (offline, CPU)"
@@ -63,8 +63,13 @@ demo: venv
 	@echo "reports: results/demo/reports/*.html (and results/demo/report.zip, Snakemake's report)"
 
 # The suite covers every backend, mmdet included, so it builds the mmdet extra (cached after once).
-test: venv-mmdet
+# It also builds a real Apptainer image and runs rules in it: Apptainer is installed first where
+# that is possible (Debian, root; scripts/setup/install_apptainer.sh), else those tests skip.
+test: venv-mmdet apptainer
 	$(BIN)/python -m pytest -q --durations=25
+
+apptainer:
+	scripts/setup/install_apptainer.sh --if-possible
 
 test-fast: venv-mmdet
 	$(BIN)/python -m pytest -q -m "not slow and not slurm"

@@ -1,6 +1,7 @@
 # Shared by every stage: config validation, paths, wildcard constraints, input functions.
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -24,6 +25,7 @@ _CLOSURE = _stdlib_module("closure")  # code_version: what each rule's code reac
 _RETRY = _stdlib_module("retry")  # pending retries of acquisition
 _RUNLOCK = _stdlib_module("runlock")  # one run per results folder and download cache
 _CONFIGCHECK = _stdlib_module("configcheck")  # cross-field checks, before any job starts
+_CONTAINERPIN = _stdlib_module("containerpin")  # container images pinned by digest
 
 # The whole configuration is checked before any job starts: types, ranges and enums (the schema),
 # then what ties keys together (pmcflow.configcheck); every message names the key's full path.
@@ -46,7 +48,10 @@ if workflow.is_main_process:
         if _held:
             raise WorkflowError(_held)
 ENV = "../envs/pmcflow.yaml"
-IMAGES = config["containers"]  # one pinned Apptainer image per environment (containers/*.def)
+# One Apptainer image per environment (containers/*.def), pinned as `<file>.sif@sha256:<digest>`
+# (containers/images.yaml from `make containers`) or by a registry digest. Rules get the file;
+# a run that deploys containers first checks every local image it uses against its pin.
+IMAGES = {k: _CONTAINERPIN.rule_image(v) for k, v in config["containers"].items()}
 # Enrichment with a vLLM backend runs in the vLLM environment and asks for GPUs (the largest
 # tensor_parallel_size of the vLLM tasks); the slurm plugin turns `gpu` into --gpus.
 _VLLM_TASKS = [t for t in ("subcaption", "summary") if config["enrich"][t]["backend"] == "vllm"]
@@ -65,6 +70,21 @@ _DECOMPOSE_BACKEND = (
     else config["decompose"]["backend"]
 )
 DECOMPOSE_IMAGE = IMAGES["mmdet"] if _DECOMPOSE_BACKEND == "mmdet" else IMAGES["base"]
+
+
+def _deploys_containers():
+    from snakemake.settings.types import DeploymentMethod
+
+    return DeploymentMethod.APPTAINER in (workflow.deployment_settings.deployment_method or ())
+
+
+if workflow.is_main_process and _deploys_containers():
+    _used = {"base"} | {k for k in ("mmdet", "vllm") if IMAGES[k] in (ENRICH_IMAGE, DETECTOR_IMAGE, DECOMPOSE_IMAGE)}
+    _errors, _warnings = _CONTAINERPIN.problems(config["containers"], _used)
+    for _w in _warnings:
+        print(f"pmcflow: warning: {_w}", file=sys.stderr)
+    if _errors:
+        raise WorkflowError("container images:\n" + "\n".join(f"  {m}" for m in _errors))
 wildcard_constraints:
     chunk=r"c\d{6}",
 

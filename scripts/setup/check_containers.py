@@ -102,6 +102,10 @@ def parse_def(path: Path) -> Definition:
             if current in d.sections:
                 raise ValueError(f"{path.name}: section %{current} twice")
             continue
+        if re.match(r"^\s+%[A-Za-z]", raw):
+            # Apptainer reads an indented %word as a section header too (the build then fails
+            # with "invalid section(s) specified").
+            raise ValueError(f"{path.name}: indented line starting with '%' reads as a section: {raw.strip()!r}")
         if current is None:
             s = raw.strip()
             if not s or s.startswith("#"):
@@ -116,6 +120,15 @@ def parse_def(path: Path) -> Definition:
         d.sections[current] = "\n".join(body).strip("\n")
     if "bootstrap" not in d.header:
         raise ValueError(f"{path.name}: no 'Bootstrap:' header")
+    # Header values may use build arguments ({{ DEBIAN_MIRROR }}): check what a plain
+    # `apptainer build` uses, i.e. the %arguments defaults.
+    args = d.arguments()
+    for k, v in d.header.items():
+        for name in re.findall(r"{{\s*(\w+)\s*}}", v):
+            if name not in args:
+                raise ValueError(f"{path.name}: header {k} uses {{{{ {name} }}}} without a %arguments default")
+            v = re.sub(r"{{\s*" + name + r"\s*}}", args[name], v)
+        d.header[k] = v
     return d
 
 
@@ -420,7 +433,11 @@ def run_post(name: str, mirror: str | None = None, keep: bool = False) -> int:
             shutil.copy2(host_ca, root / "tmp/host-ca.crt")
             env["PIP_CERT"] = env["REQUESTS_CA_BUNDLE"] = "/tmp/host-ca.crt"
         script = root / "tmp/post.sh"
-        script.write_text("#!/bin/sh\n" + d.sections["post"] + "\n")
+        post = d.sections["post"]
+        args = {**d.arguments(), "DEBIAN_MIRROR": mirror, "PIP_CERT": env.get("PIP_CERT", "")}
+        for k, v in args.items():
+            post = re.sub(r"{{\s*" + k + r"\s*}}", v, post)
+        script.write_text("#!/bin/sh\n" + post + "\n")
         script.chmod(0o755)
         print(f"+ chroot {root} /tmp/post.sh  (%post of {name}.def, pip dry run)", file=sys.stderr)
         proc = subprocess.run(["chroot", str(root), "/tmp/post.sh"], env=env)

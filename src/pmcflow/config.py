@@ -19,22 +19,15 @@ import yaml
 
 from pmcflow import configcheck
 
-SCHEMA_RELPATH = Path("config/schema/config.schema.yaml")
-
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message says where and why."""
 
 
 def _schema_path() -> Path:
-    """The schema shipped with the workflow (repo checkout) or inside the package."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        cand = parent / SCHEMA_RELPATH
-        if cand.is_file():
-            return cand
-    res = resources.files("pmcflow") / "data" / "config.schema.yaml"
-    return Path(str(res))
+    """The schema inside the package (``pmcflow/data/config.schema.yaml``): in a checkout a link to
+    ``config/schema/config.schema.yaml``, in an installed package (a container image) a copy."""
+    return Path(str(resources.files("pmcflow") / "data" / "config.schema.yaml"))
 
 
 def load_schema() -> dict[str, Any]:

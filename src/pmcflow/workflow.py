@@ -44,6 +44,16 @@ def start_rule_log(sm: Any, path: str | os.PathLike[str] | None = None) -> None:
     logger = logging.getLogger("pmcflow.rule")
     wildcards = ", ".join(f"{k}={v}" for k, v in sm.wildcards.items())
     logger.info("rule %s%s", sm.rule, f" [{wildcards}]" if wildcards else "")
+    # Where it ran: the interpreter and package (inside an image: /opt/venv/...) and the image.
+    import sys
+
+    import pmcflow
+
+    image = os.environ.get("APPTAINER_CONTAINER") or os.environ.get("SINGULARITY_CONTAINER")
+    logger.info(
+        "python %s, pmcflow %s%s", sys.executable, Path(pmcflow.__file__).parent,
+        f", container {image}" if image else "",
+    )
     for kind, files in (("input", sm.input), ("output", sm.output)):
         # Named files one line a name; a rule with only positional files, one line for all.
         for name, value in list(files.items()) or ([("", list(files))] if len(files) else []):

@@ -1,15 +1,23 @@
 """containers/*.def: static checks (parse, pinned base, pins = lock/envs, sections), that every
-rule names a pinned container, and the base definition's %post run in a debootstrap chroot."""
+rule names a pinned container, the base definition's %post run in a debootstrap chroot, and a real
+image (containers/core.def) built with Apptainer that demo rules run inside, pinned by digest.
+
+The image tests run where Apptainer exists (`make test` installs it on Debian hosts as root,
+scripts/setup/install_apptainer.sh); a build that fails is a test failure, not a skip."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from pmcflow_testing import containers as ct
+from pmcflow_testing import workflow as wf
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("check_containers", REPO / "scripts/setup/check_containers.py")
@@ -90,6 +98,15 @@ def test_parse_rejects_garbage(tmp_path):
     p.write_text("Bootstrap: debootstrap\n%pots\n  true\n")
     with pytest.raises(ValueError, match="unknown section"):
         cc.parse_def(p)
+    # Apptainer reads an indented %word as a section (a help text saying "%test checks ..." broke
+    # the base image's build).
+    p.write_text("Bootstrap: debootstrap\n%help\n    %test checks the pins\n%post\n  true\n")
+    with pytest.raises(ValueError, match="reads as a section"):
+        cc.parse_def(p)
+    # A header argument needs a default in %arguments.
+    p.write_text("Bootstrap: debootstrap\nMirrorURL: {{ M }}\n%post\n  true\n")
+    with pytest.raises(ValueError, match="without a %arguments default"):
+        cc.parse_def(p)
 
 
 def test_every_rule_has_a_pinned_container():
@@ -141,3 +158,71 @@ def test_post_runs_in_debootstrap(name):
         pytest.skip(reason)
     rc = cc.run_post(name)
     assert rc == 0, f"containers/{name}.def %post failed in a debootstrap root (see output above)"
+
+
+# ---------------------------------------------------------------------------------------------
+# A real image: containers/core.def built with Apptainer, demo rules run inside it.
+
+DEMO = ["--configfile", "config/demo.yaml", "config/ci.yaml"]
+PARSE_TARGET = "results/demo/parse/counts.json"  # list_articles, acquire_chunk, parse_chunk, parse_summary
+
+
+@pytest.fixture(scope="module")
+def core_image(tmp_path_factory) -> Path:
+    if not ct.apptainer():
+        pytest.skip("apptainer not installed (make test installs it on Debian as root)")
+    log = tmp_path_factory.mktemp("image") / "build.log"
+    return ct.build("core", log)  # a failed build raises: the test errors, it is not skipped
+
+
+def _pin_overlay(path: Path, image: Path, digest: str | None = None) -> Path:
+    from pmcflow import containerpin
+
+    path.write_text(f"containers:\n  base: {image}@sha256:{digest or containerpin.sha256_file(image)}\n")
+    return path
+
+
+def _ran_in_image(logs: list[Path]) -> None:
+    assert logs, "no rule logs"
+    for log in logs:
+        text = log.read_text()
+        assert "container " in text and "/opt/venv/" in text, f"{log} ran outside the image:\n{text[:800]}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_core_image_builds_and_passes_its_test(core_image):
+    """The image's own %test (every installed pin equals the lock's) and its entry point."""
+    app = ct.apptainer()
+    test = subprocess.run([app, "test", str(core_image)], capture_output=True, text=True, timeout=300)
+    assert test.returncode == 0, test.stdout + test.stderr
+    assert "pmcflow core image OK" in test.stdout
+    run = subprocess.run([app, "run", str(core_image), "--help"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "usage" in run.stdout.lower(), run.stdout + run.stderr
+    labels = subprocess.run([app, "inspect", "--labels", str(core_image)], capture_output=True, text=True)
+    assert "pmcflow.debian.snapshot: 20261115T000000Z" in labels.stdout, labels.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_demo_rules_run_in_the_pinned_image(core_image, tmp_path):
+    """snakemake --sdm apptainer: acquisition and parsing of the demo run inside the core image
+    (the rule logs name the container and the image's interpreter), pinned by its digest; a wrong
+    digest stops the run before any job."""
+    work = wf.copy_workflow(REPO, tmp_path / "wf")
+    bad = _pin_overlay(tmp_path / "bad.yaml", core_image, "0" * 64)
+    proc = wf.snakemake(work, [*DEMO, str(bad), "--sdm", "apptainer", "--cores", "2", PARSE_TARGET], timeout=300)
+    assert proc.returncode != 0
+    assert f"{core_image} has sha256" in proc.stderr + proc.stdout, (proc.stdout + proc.stderr)[-3000:]
+    assert not (work / "results").exists(), "a job ran although the image does not match its pin"
+
+    good = _pin_overlay(tmp_path / "images.yaml", core_image)
+    proc = wf.snakemake(
+        work,
+        [*DEMO, str(good), "--sdm", "apptainer", "--apptainer-args=--cleanenv", "--cores", "2", PARSE_TARGET],
+        timeout=900,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    counts = json.loads((work / PARSE_TARGET).read_text())
+    assert counts["kept"] > 0, counts
+    _ran_in_image(sorted((work / "logs/demo/parse").glob("c*.log")) + sorted((work / "logs/demo/acquire").glob("c*.log")))

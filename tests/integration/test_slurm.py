@@ -9,6 +9,7 @@ Apptainer where there is none, no GPUs) plus fast status checks.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -87,9 +88,9 @@ def cluster():
         assert not (state / "pids").exists() or not list((state / "pids").glob("*.pid"))
 
 
-def _profile(tmp: Path, cluster: slurm.SlurmCluster, **overrides) -> Path:
+def _profile(tmp: Path, cluster: slurm.SlurmCluster, apptainer: bool = False, **overrides) -> Path:
     return slurm.derive_profile(
-        tmp / "profile", cluster.partition, cluster.account, overrides={**FAST, **overrides}
+        tmp / "profile", cluster.partition, cluster.account, apptainer=apptainer, overrides={**FAST, **overrides}
     )
 
 
@@ -227,3 +228,38 @@ def test_demo_dag_on_slurm(cluster, tmp_path):
     assert not [r for r in cluster.sacct() if r["JobID"] not in before]
     shutil.rmtree(work / ".snakemake", ignore_errors=True)
     os.sync()
+
+
+def test_core_rules_run_in_their_image_on_slurm(cluster, tmp_path):
+    """Through the Slurm profile as it is shipped (software-deployment-method: apptainer): the demo's
+    acquisition and parsing jobs run as Slurm jobs inside the core image (containers/core.def, built
+    here), pinned by its digest."""
+    from pmcflow_testing import containers as ct
+    from pmcflow_testing import workflow as wf
+
+    from pmcflow import containerpin
+
+    if not ct.apptainer():
+        pytest.skip("apptainer not installed (make test installs it on Debian as root)")
+    image = ct.build("core", tmp_path / "build.log")  # a failed build fails the test
+    work = wf.copy_workflow(REPO, tmp_path / "wf")
+    pin = tmp_path / "images.yaml"
+    pin.write_text(f"containers:\n  base: {image}@sha256:{containerpin.sha256_file(image)}\n")
+    prof = _profile(tmp_path, cluster, apptainer=True)
+    target = "results/demo/parse/counts.json"
+    before = {r["JobID"] for r in cluster.sacct()}
+    proc = _snakemake(
+        cluster, work,
+        [target, "--profile", str(prof), "--configfile", "config/demo.yaml", "config/ci.yaml", str(pin)],
+        timeout=900,
+    )
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-8000:]
+    assert json.loads((work / target).read_text())["kept"] > 0
+    jobs = _by_rule([r for r in cluster.sacct() if r["JobID"] not in before])
+    assert {"acquire_chunk", "parse_chunk"} <= set(jobs), jobs
+    for rule, states in jobs.items():
+        assert set(states) == {"COMPLETED"}, (rule, states)
+    for rule_log in sorted((work / "logs/demo/parse").glob("c*.log")):
+        text = rule_log.read_text()
+        assert f"container {image}" in text and "/opt/venv/" in text, text[:800]

@@ -232,3 +232,24 @@ def test_cli_quiet_and_verbose(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert logging.getLogger().level == logging.DEBUG
     assert main(["--help"]) == 0 and "-q, --quiet" in capsys.readouterr().out
     logging.getLogger().setLevel(logging.WARNING)
+
+
+def test_installed_package_carries_the_schema(tmp_path):
+    """A non-editable install (what a container image holds) has the config schema inside the
+    package: every stage reads its defaults from it. In the checkout it is a link to
+    config/schema/config.schema.yaml, the one copy."""
+    import subprocess
+    import sys
+    import zipfile
+
+    repo = Path(__file__).resolve().parents[2]
+    link = repo / "src/pmcflow/data/config.schema.yaml"
+    assert link.is_symlink() and link.resolve() == (repo / "config/schema/config.schema.yaml").resolve()
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(repo)],
+        check=True, capture_output=True, cwd=tmp_path,
+    )
+    (wheel,) = tmp_path.glob("pmcflow-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        shipped = zf.read("pmcflow/data/config.schema.yaml")
+    assert shipped == (repo / "config/schema/config.schema.yaml").read_bytes()

@@ -132,20 +132,19 @@ def derive_profile(
     account: str,
     *,
     src_dir: str | os.PathLike[str] = REPO / "profiles" / "slurm",
-    apptainer: bool | None = None,
+    apptainer: bool = False,
     gpus: bool = False,
     overrides: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a copy of profiles/slurm with what a site changes replaced, as a site would do.
 
-    Changes only: the partition and account (default and per rule), the Apptainer keys when
-    ``apptainer`` is false (default: whether the binary exists), the GPU requests when the cluster
+    Changes only: the partition and account (default and per rule), the Apptainer keys unless
+    ``apptainer`` (the full images are not built in the suite; test_containers runs rules in the
+    core image with ``apptainer=True``), the GPU requests when the cluster
     has no GPUs, and ``overrides`` (top-level keys, e.g. faster status checks for tests).
     Everything else (executor, retries, requeue, arrays, per-rule resources) is kept.
     """
     prof = load_profile(src_dir)
-    if apptainer is None:
-        apptainer = bool(shutil.which("apptainer") or shutil.which("singularity"))
     if not apptainer:
         for k in APPTAINER_KEYS:
             prof.pop(k, None)
