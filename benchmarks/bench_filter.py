@@ -7,6 +7,12 @@ crops under ``results/demo/decompose``; run the demo workflow first) and random 
                       licence/retraction/size checks, crop decoding, caption checks, pHash;
 * ``rows[model]``     the same plus the shipped modality classifier (batches of 64, one thread);
 * ``phash``           :func:`pmcflow.filter.phash.phash_hex` alone on crops already decoded;
+* ``phash_vs_imagehash`` pmcflow's pHash against ``imagehash.phash`` (the reference it must equal
+                      bit for bit) and against the box-filter pHash pmcflow used before (kept
+                      here only to measure what compatibility costs), same images, same process:
+                      the decoded crops, the demo corpus's figure images and seeded random
+                      sub-crops of those figures, ``--phash-images`` in all (default 2,500).
+                      Skipped when imagehash is not installed.
 * ``dedup``           :func:`pmcflow.filter.phash.cluster_duplicates` over N random hashes with
                       5 % planted near-duplicates (1..6 flipped bits), ``max_hamming`` 6.
 * ``demo_modality``   accuracy of the shipped classifier on the demo crops, against the demo
@@ -45,7 +51,7 @@ from pmcflow import tables as T  # noqa: E402
 from pmcflow.detect.images import ImageError, load_image  # noqa: E402
 from pmcflow.filter.checks import FilterSettings  # noqa: E402
 from pmcflow.filter.modality import SHIPPED_CHECKPOINT, load_modality_model  # noqa: E402
-from pmcflow.filter.phash import cluster_duplicates, phash_hex  # noqa: E402
+from pmcflow.filter.phash import IMG_SIZE, cluster_duplicates, phash_hex  # noqa: E402
 from pmcflow.filter.stage import evaluate_rows  # noqa: E402
 
 
@@ -58,6 +64,72 @@ def _timed(fn: Any, repeats: int) -> tuple[Any, float, float]:
         best_cpu = min(best_cpu, time.process_time() - c0)
         best_wall = min(best_wall, time.perf_counter() - w0)
     return out, best_cpu, best_wall
+
+
+def legacy_box_phash(image: Any) -> str:
+    """The pHash pmcflow computed before it matched imagehash (box-filter resize, orthonormal DCT,
+    DC left out of the median); kept only to measure the cost of the switch."""
+    from PIL import Image
+    from scipy.fft import dctn
+
+    grey = image if image.mode == "L" else image.convert("L")
+    pixels = np.asarray(grey.resize((32, 32), Image.Resampling.BOX), dtype=np.float64)
+    coeffs = dctn(pixels, type=2, norm="ortho")[:8, :8].ravel()
+    median = float(np.median(coeffs[1:]))
+    value = 0
+    for b in coeffs > median:
+        value = (value << 1) | int(b)
+    return f"{value:016x}"
+
+
+def phash_images(crops: list[Any], n: int, seed: int) -> list[Any]:
+    """``crops`` + the demo corpus's figure images + seeded random sub-crops of the figures (>= 64 px
+    a side), ``n`` images in all (at least the crops and figures)."""
+    from PIL import Image
+
+    figures = []
+    for path in sorted((REPO / "demo" / "corpus").rglob("*.jpg")):
+        with Image.open(path) as im:
+            figures.append(im.convert("RGB"))
+    out = list(crops) + figures
+    rng = np.random.default_rng(seed)
+    while figures and len(out) < n:
+        im = figures[int(rng.integers(len(figures)))]
+        w, h = im.size
+        cw, ch = int(rng.integers(min(64, w), w + 1)), int(rng.integers(min(64, h), h + 1))
+        x, y = int(rng.integers(0, w - cw + 1)), int(rng.integers(0, h - ch + 1))
+        out.append(im.crop((x, y, x + cw, y + ch)))
+    return out
+
+
+def phash_vs_imagehash(images: list[Any], repeats: int) -> dict[str, Any] | None:
+    try:
+        import imagehash
+    except ImportError:
+        print("imagehash is not installed: no phash_vs_imagehash section", file=sys.stderr)
+        return None
+    from PIL import Image
+
+    n = len(images)
+    ours, cpu, wall = _timed(lambda: [phash_hex(im) for im in images], repeats)
+    ref, ref_cpu, ref_wall = _timed(lambda: [str(imagehash.phash(im)) for im in images], repeats)
+    old, old_cpu, old_wall = _timed(lambda: [legacy_box_phash(im) for im in images], repeats)
+    _, rs_cpu, rs_wall = _timed(
+        lambda: [(im if im.mode == "L" else im.convert("L")).resize((IMG_SIZE, IMG_SIZE), Image.Resampling.LANCZOS)
+                 for im in images], repeats)
+    sizes = np.array([im.width * im.height for im in images])
+
+    def rate(c: float, w: float) -> dict[str, float]:
+        return {"per_s_cpu": n / c, "per_s_wall": n / w, "us_per_image_cpu": c / n * 1e6}
+
+    return {
+        "images": n, "median_pixels": int(np.median(sizes)), "mean_pixels": int(sizes.mean()),
+        "imagehash_version": getattr(imagehash, "__version__", None),
+        "pmcflow": rate(cpu, wall), "imagehash": rate(ref_cpu, ref_wall), "legacy_box": rate(old_cpu, old_wall),
+        "grey_lanczos_resize_only": rate(rs_cpu, rs_wall),
+        "identical_to_imagehash": sum(a == b for a, b in zip(ours, ref, strict=True)),
+        "legacy_identical_to_imagehash": sum(a == b for a, b in zip(old, ref, strict=True)),
+    }
 
 
 def _demo_rows(results: Path) -> list[dict[str, Any]]:
@@ -122,7 +194,7 @@ def demo_modality(rows: list[dict[str, Any]], verdicts: list[Any], figures_jsonl
     return out
 
 
-def bench(results: Path, n_hashes: int, repeats: int) -> dict[str, Any]:
+def bench(results: Path, n_hashes: int, repeats: int, n_phash: int = 2500) -> dict[str, Any]:
     torch.set_num_threads(1)
     rows = _demo_rows(results)
     n = len(rows)
@@ -155,6 +227,9 @@ def bench(results: Path, n_hashes: int, repeats: int) -> dict[str, Any]:
     sizes = np.array([im.width * im.height for im in images])
     out["phash"] = {"images": len(images), "per_s_cpu": len(images) / cpu, "per_s_wall": len(images) / wall,
                     "median_pixels": int(np.median(sizes))}
+    compat = phash_vs_imagehash(phash_images(images, n_phash, seed=11), repeats)
+    if compat is not None:
+        out["phash_vs_imagehash"] = compat
 
     hashes = random_hashes(n_hashes, 0.05, seed=7)
     uids = [f"u{k:08d}" for k in range(n_hashes)]
@@ -186,6 +261,28 @@ def markdown(res: dict[str, Any]) -> str:
         f"{res['dedup']['duplicates_found']} found |",
         "",
     ]
+    pc = res.get("phash_vs_imagehash")
+    if pc:
+        lines += [
+            f"pHash against imagehash {pc['imagehash_version']} on {pc['images']:,} images (decoded demo crops, "
+            f"demo figures, seeded sub-crops of the figures; median {pc['median_pixels']:,} px, mean "
+            f"{pc['mean_pixels']:,} px), same process, one thread (compare the CPU columns: wall time also "
+            "counts whatever else the shared machine was running):",
+            "",
+            "| implementation | images/s CPU | images/s wall | µs/image CPU | hex identical to imagehash |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for key, label, same in (
+            ("pmcflow", "pmcflow `phash_hex`", pc["identical_to_imagehash"]),
+            ("imagehash", "`str(imagehash.phash(im))`", pc["images"]),
+            ("legacy_box", "pmcflow before (box resize, orthonormal DCT)", pc["legacy_identical_to_imagehash"]),
+            ("grey_lanczos_resize_only", "grey + 32x32 LANCZOS resize alone", None),
+        ):
+            r = pc[key]
+            agree = "-" if same is None else f"{same}/{pc['images']}"
+            lines.append(f"| {label} | {r['per_s_cpu']:.0f} | {r['per_s_wall']:.0f} | {r['us_per_image_cpu']:.0f} | "
+                         f"{agree} |")
+        lines.append("")
     dm = res.get("demo_modality")
     if dm:
         lines += [
@@ -208,9 +305,10 @@ def main() -> int:
     ap.add_argument("--results", default=str(REPO / "results" / "demo"))
     ap.add_argument("--hashes", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--phash-images", type=int, default=2500, help="images for the pHash-vs-imagehash timing")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
     args = ap.parse_args()
-    res = bench(Path(args.results).resolve(), args.hashes, args.repeats)
+    res = bench(Path(args.results).resolve(), args.hashes, args.repeats, args.phash_images)
     out = Path(args.out)
     T.write_json(out / "filter.json", res)
     md = markdown(res)

@@ -2,12 +2,20 @@
 
 pHash
 -----
-The image is converted to 8-bit grey (ITU-R 601 luma), resized to 32x32 with a box filter
-(area averaging, so large and small renditions of one image agree), transformed with an
-orthonormal 2-D DCT-II, and the 8x8 lowest-frequency coefficients are compared with their
-median (the DC term is left out of the median, it only measures brightness).  Bit ``k`` of the
-hash (row-major over the 8x8 block, most significant bit first) is 1 when coefficient ``k`` is
-above that median.  Hashes are stored as 16 lower-case hex digits.
+The hash is bit-for-bit the one of ``imagehash.phash(image)`` (``hash_size=8``,
+``highfreq_factor=4``), and :func:`phash_hex` is ``str(imagehash.phash(image))``, so pmcflow's
+hashes can be compared with any tool that uses `imagehash <https://github.com/JohannesBuchner/imagehash>`_.
+The recipe, step by step as imagehash does it: ``image.convert("L")`` (Pillow's ITU-R 601 luma),
+resize to 32x32 with Pillow's LANCZOS filter, unnormalised DCT-II (``scipy.fftpack.dct``, the same
+pocketfft call) along axis 0 and then axis 1, keep the 8x8 lowest frequencies, and compare each
+with the median of those 64 values (DC term included).  Bit ``k`` of the hash (row-major over the
+8x8 block, most significant bit first) is 1 when coefficient ``k`` is strictly above the median.
+Hashes are stored as 16 lower-case hex digits; ``int(hex, 16)`` is the integer the search below
+works on.  Only the parts after the DCT are pmcflow's own (a partition instead of
+``numpy.median``, ``numpy.packbits`` instead of a string of bits); they perform the same
+floating-point operations, so even images whose coefficients tie (flat crops, whose AC terms are
+round-off) get imagehash's bits.  Resizing is most of the cost; it stays Pillow's own so that the
+hashes follow imagehash on whichever Pillow is installed.
 
 Near-duplicate search
 ---------------------
@@ -15,7 +23,7 @@ Two images are near-duplicates when the Hamming distance of their hashes is ``<=
 The search is multi-index hashing: the 64 bits are cut into 4 bands of 16 bits; by the pigeonhole
 principle two hashes within distance ``d`` agree on at least one band up to ``d // 4`` bits, so
 for every band the candidate partners of a hash are those whose band value lies within
-``d // 4`` bits of its own (found by ``searchsorted`` over the sorted band values, all in numpy).
+``d // 4`` bits of its own (looked up in a dense 65,536-bucket table per band, all in numpy).
 Exact copies are collapsed before the search, so a million copies of one blank image cost one
 hash, not a million squared pairs.
 
@@ -34,10 +42,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
-from scipy.fft import dctn
+from scipy.fftpack import dct
 
-HASH_SIZE = 8  # 8x8 low-frequency block -> 64 bits
-IMG_SIZE = 32  # DCT input side
+HASH_SIZE = 8  # 8x8 low-frequency block -> 64 bits (imagehash's hash_size)
+N_BITS = HASH_SIZE * HASH_SIZE
+IMG_SIZE = 32  # DCT input side (hash_size * imagehash's highfreq_factor 4)
 N_BANDS = 4
 BAND_BITS = 16
 
@@ -50,21 +59,20 @@ _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
 def phash_int(image: Image.Image) -> int:
-    """The 64-bit DCT perceptual hash of ``image`` as an unsigned int."""
+    """The 64-bit DCT perceptual hash of ``image`` as an unsigned int (``imagehash.phash``'s bits)."""
     grey = image if image.mode == "L" else image.convert("L")
-    small = grey.resize((IMG_SIZE, IMG_SIZE), Image.Resampling.BOX)
-    pixels = np.asarray(small, dtype=np.float64)
-    coeffs = dctn(pixels, type=2, norm="ortho")[:HASH_SIZE, :HASH_SIZE].ravel()
-    median = float(np.median(coeffs[1:]))
-    bits = coeffs > median
-    value = 0
-    for b in bits:
-        value = (value << 1) | int(b)
-    return value
+    small = grey.resize((IMG_SIZE, IMG_SIZE), Image.Resampling.LANCZOS)
+    pixels = np.asarray(small, dtype=np.float64)  # what scipy.fftpack makes of imagehash's uint8
+    coeffs = dct(dct(pixels, axis=0), axis=1)[:HASH_SIZE, :HASH_SIZE].ravel()
+    # numpy.median of an even count: the mean of the two middle values, (lo + hi) / 2 in float64
+    mid = N_BITS // 2
+    part = np.partition(coeffs, (mid - 1, mid))
+    median = (part[mid - 1] + part[mid]) / 2
+    return int.from_bytes(np.packbits(coeffs > median).tobytes(), "big")
 
 
 def phash_hex(image: Image.Image) -> str:
-    """:func:`phash_int` as 16 lower-case hex digits."""
+    """:func:`phash_int` as 16 lower-case hex digits, the same string as ``str(imagehash.phash(image))``."""
     return f"{phash_int(image):016x}"
 
 
