@@ -60,6 +60,10 @@ demo: venv
 	$(SNAKEMAKE) --profile profiles/default --configfile config/demo.yaml --cores $(CORES)
 	$(SNAKEMAKE) --configfile config/demo.yaml --report results/demo/report.zip
 	$(BIN)/pmcflow outputs --config config/demo.yaml
+	@# The README's pictures are this run's reports (needs a Chromium; skipped with a note without).
+	@if $(BIN)/python -c "import sys; from pmcflow.report.screenshot import find_browser; sys.exit(find_browser() is None)"; then \
+	  $(BIN)/pmcflow report-screenshots --reports results/demo/reports --out docs/img --names dataset detector; \
+	else echo "no chromium: README screenshots (docs/img) not refreshed"; fi
 	@echo "reports: results/demo/reports/*.html (and results/demo/report.zip, Snakemake's report)"
 
 # The suite covers every backend, mmdet included, so it builds the mmdet extra (cached after once).

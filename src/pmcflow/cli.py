@@ -51,6 +51,7 @@ register("phash-chunk", "pmcflow.filter.stage", "cli_phash", "Filter checks, mod
 register("find-duplicates", "pmcflow.filter.stage", "cli_duplicates", "Corpus-wide near-duplicate clusters from phash tables.")
 register("filter-chunk", "pmcflow.filter.stage", "cli", "Filter one chunk's enriched rows into dataset rows.")
 register("report", "pmcflow.report", "cli", "Execute a report notebook (papermill) and write self-contained HTML.")
+register("report-screenshots", "pmcflow.report.screenshot", "cli", "Screenshot rendered report pages with a headless Chromium.")
 register("split-caption", "pmcflow.enrich.subcaption", "cli", "Split captions (JSON lines on stdin) into labelled segments.")
 
 

@@ -51,6 +51,20 @@ HEADINGS = {
 }
 IMG_PNG = re.compile(r'<img[^>]+src="data:image/png;base64,')
 NOT_RUN = "not run in this workflow"
+# Stages each report's overview lists that have no outputs when only EARLY_STAGES ran.
+EARLY_NOT_RUN = {
+    "dataset": ("decompose", "enrich", "filter", "shard"),
+    "detector": ("decompose", "synth", "detector training", "detector evaluation"),
+    "enrichment": ("decompose", "enrich"),
+    "training": ("shard", "encoder training", "encoder evaluation"),
+}
+CI_CELL = re.compile(r"<td>\[\d\.\d{3}, \d\.\d{3}\]</td>")
+
+
+def _stage_rows(page: str, stage: str) -> list[list[str]]:
+    """Cells of the table rows whose first cell is ``stage`` (overview and funnel tables)."""
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", page)]
+    return [r for r in rows if r and r[0] == stage]
 
 
 def _needs_demo() -> None:
@@ -127,6 +141,25 @@ def test_detector_and_enrichment_content_on_demo(demo_pages: dict[str, str]) -> 
     assert "fallback-full" in enr and "rules" in enr and "token_f1_macro" in enr
 
 
+def test_reports_show_chance_cis_and_provenance_on_demo(demo_pages: dict[str, str]) -> None:
+    det = demo_pages["detector"]
+    # The demo trains its detector for a few epochs on a few hundred rendered figures at most.
+    assert "smoke-test model: ultralytics" in det and "not a quality measure" in det
+    assert "shipped model: ultralytics" in det  # the -default detector: the package's weights
+    assert "<td>smoke-test</td>" in det and "<td>shipped</td>" in det  # per row of the metrics table
+    assert "records no confidence intervals" in det
+    ds = demo_pages["dataset"]
+    if "Predicted modality" in ds:  # the filter ran: its classifier is named, with chance and CI
+        assert "shipped model: mobilenetv3" in ds and "chance (1/k)" in ds and "Wilson" in ds
+        assert CI_CELL.search(ds)
+    tr = demo_pages["training"]
+    if "Encoder training: " + NOT_RUN not in tr:
+        assert "smoke-test model: tiny-" in tr and "not a quality measure" in tr
+        assert "<th>chance</th>" in tr and "chance acc (1/k)" in tr and "chance macro-F1" in tr
+        assert "majority acc" in tr and CI_CELL.search(tr)
+        assert "K/N" in tr
+
+
 @pytest.mark.parametrize("name", sorted(REPORTS))
 def test_report_without_later_stages(early_pages: dict[str, str], name: str) -> None:
     page = early_pages[name]
@@ -141,6 +174,16 @@ def test_report_without_later_stages(early_pages: dict[str, str], name: str) -> 
         assert text in page, (name, text)
     if name == "dataset":  # the stages that ran are still counted and charted
         assert IMG_PNG.search(page) and "<td>parse</td>" in page
+    # Every stage without outputs is listed as not run, with the file it looked for and no numbers.
+    for stage in EARLY_NOT_RUN[name]:
+        rows = _stage_rows(page, stage)
+        assert rows, (name, stage)
+        for cells in rows:
+            assert cells[1] == "not run", (name, stage, cells)
+            assert not re.search(r"\d", "".join(cells)), (name, stage, cells)  # no zeros, no stale counts
+    if name != "training":  # the stages that ran show as such
+        for stage in ("list", "acquire", "parse"):
+            assert _stage_rows(page, stage)[0][1] == "ran", (name, stage)
 
 
 def test_cli_writes_html(tmp_path: Path) -> None:
@@ -248,6 +291,8 @@ def test_report_on_complete_results(full_pages: dict[str, str], name: str) -> No
             assert f"<td>R@{k}</td>" in page
         assert "img→txt" in page and "txt→img" in page
         assert "test:modality" in page  # zero-shot on the split's modality labels
+        assert "smoke-test model: tiny-vit-bpe" in page  # 2 epochs on a toy set
+        assert "<th>chance</th>" in page and "chance acc (1/k)" in page and CI_CELL.search(page)
     if name == "dataset":
         assert "<td>filter</td>" in page and "<td>shard</td>" in page
         assert "Predicted modality" in page and "retinal fundus" in page
@@ -257,23 +302,10 @@ def test_report_on_complete_results(full_pages: dict[str, str], name: str) -> No
 # --------------------------------------------------------------------------------------------
 # Headless browser (slow)
 # --------------------------------------------------------------------------------------------
-def screenshot(html_path: Path, png: Path, profile: Path, height: int = 2000) -> np.ndarray:
-    cmd = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        f"--screenshot={png}",
-        f"--window-size=1280,{height}",
-        html_path.resolve().as_uri(),
-    ]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+def screenshot(html_path: Path, png: Path, height: int = 2000) -> np.ndarray:
+    from pmcflow.report.screenshot import screenshot as shoot
+
+    shoot(html_path, png, width=1280, height=height, browser=str(CHROMIUM))
     with Image.open(png) as im:
         return np.asarray(im.convert("L"), dtype=np.float32)
 
@@ -285,7 +317,7 @@ def test_reports_in_headless_chromium(full_pages: dict[str, str], tmp_path: Path
     for name, page in sorted(full_pages.items()):
         html_path = tmp_path / f"{name}.html"
         html_path.write_text(page, encoding="utf-8")
-        pixels = screenshot(html_path, tmp_path / f"{name}.png", tmp_path / f"profile-{name}")
+        pixels = screenshot(html_path, tmp_path / f"{name}.png")
         assert pixels.shape == (2000, 1280)
         # A blank (or error) page is one flat colour; a report has text, tables and plots.
         assert pixels.std() > 20, (name, float(pixels.std()))

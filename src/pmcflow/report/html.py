@@ -61,12 +61,24 @@ def note(text: str) -> Html:
     return Html(f'<p class="pmcflow-note"><em>{esc(text)}</em></p>')
 
 
-def not_run(section: str, expected: Sequence[str | Path]) -> Html:
-    """The message a section shows when its stage has no outputs in this results directory."""
-    paths = ", ".join(f"<code>{esc(p)}</code>" for p in expected)
+def not_run(section: str, expected: Sequence[str | Path], reason: str | None = None) -> Html:
+    """The message a section shows when its stage has no outputs in this results directory.
+
+    ``reason``: why, when known (a config switch); else the files looked for are named.
+    """
+    why = esc(reason) if reason else "no " + ", ".join(f"<code>{esc(p)}</code>" for p in expected)
     return Html(
         f'<div class="pmcflow-not-run" style="border-left:4px solid #bbb;padding:4px 10px;color:#555">'
-        f"<strong>{esc(section)}: not run in this workflow</strong> (no {paths}).</div>"
+        f"<strong>{esc(section)}: not run in this workflow</strong> ({why}).</div>"
+    )
+
+
+def provenance(text: str, *, smoke: bool = False) -> Html:
+    """The "which model produced this" line above a model's table or figure (orange for a smoke test)."""
+    colour = "#d2691e" if smoke else "#4c8c4a"
+    return Html(
+        f'<div class="pmcflow-provenance" style="border-left:4px solid {colour};padding:2px 10px;'
+        f'margin:6px 0;font-size:13px"><strong>Model</strong> — {esc(text)}</div>'
     )
 
 

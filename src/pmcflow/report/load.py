@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,172 @@ def stage_counts(res: Results) -> list[StageCounts]:
 
 def missing_stages(res: Results) -> list[StageSpec]:
     return [spec for spec in STAGES if not res.path(spec.counts).is_file()]
+
+
+# --------------------------------------------------------------------------------------------
+# Which stages ran: the pipeline stages above plus the model stages
+# --------------------------------------------------------------------------------------------
+# Model stages (not in the counts funnel) and the file that marks each as run.
+MODEL_STAGES: dict[str, str] = {
+    "synth": "synth/train/counts.json",
+    "detector training": "detector/model/train.json",
+    "detector evaluation": "detector/eval/eval.json",
+    "encoder training": "encoders/<run>/train.json",
+    "encoder evaluation": "evaluation/<run>/metrics.parquet",
+}
+ALL_STAGES: tuple[str, ...] = tuple(s.stage for s in STAGES) + tuple(MODEL_STAGES)
+
+
+@dataclass(frozen=True)
+class StageStatus:
+    """Whether a stage ran and, only if it did, what it produced."""
+
+    stage: str
+    ran: bool
+    summary: str = ""  # its numbers; empty when it did not run
+    reason: str = ""  # why it did not run, or what is wrong with its numbers
+    warning: bool = False  # ran, but its numbers disagree with the stage before it
+
+
+def disabled_reason(res: Results, stage: str) -> str | None:
+    """Why ``stage`` counts as not run although files of it may exist; ``None`` otherwise.
+
+    From the config when the report was given one (``detector.train: false``), else from the
+    results themselves: a detector evaluation that scored no ``<backend>-trained`` detector means
+    this run trained none, so a ``detector/model/train.json`` beside it is from an earlier run.
+    """
+    cfg = res.config or {}
+    if stage == "detector training":
+        if (cfg.get("detector") or {}).get("train") is False:
+            return "disabled in the config (detector.train: false)"
+        ev = detector_eval(res)
+        if ev is not None and not any(d.endswith("-trained") for d in ev.get("detectors") or {}):
+            return "this run's detector evaluation scored no trained detector (detector.train off)"
+    return None
+
+
+def _stage_file(res: Results, stage: str) -> str:
+    rel = next((s.counts for s in STAGES if s.stage == stage), None) or MODEL_STAGES[stage]
+    return rel.replace("<run>", res.run_name or "<run>")
+
+
+def stage_status(res: Results, stages: Sequence[str] | None = None) -> list[StageStatus]:
+    """One status per stage (default: the pipeline stages), in the order given.
+
+    A stage ran when its marker file exists (``counts.json`` for the pipeline stages, see
+    :data:`MODEL_STAGES` for the others) and the config, when known, does not turn it off; outputs
+    left by an earlier run of a stage the config now disables are not counted as run.  A pipeline
+    stage whose input count differs from what the stage before it passed on gets a warning: its
+    counts and its upstream's come from different runs.
+    """
+    names = list(stages) if stages is not None else [s.stage for s in STAGES]
+    unknown = sorted(set(names) - set(ALL_STAGES))
+    if unknown:
+        raise ValueError(f"unknown stages {unknown}; known: {list(ALL_STAGES)}")
+    counts = {c.stage: c for c in stage_counts(res)}
+    order = [s.stage for s in STAGES]
+    out: list[StageStatus] = []
+    for name in names:
+        rel = _stage_file(res, name)
+        off = disabled_reason(res, name)
+        if off is not None:
+            left = " (outputs from an earlier run ignored)" if res.path(rel).exists() else ""
+            out.append(StageStatus(name, False, reason=off + left))
+            continue
+        if name in counts:
+            c = counts[name]
+            summary = f"{c.n_in:,} {c.unit_in} in, {c.kept:,} kept"
+            if c.n_rejected:
+                summary += f", {c.n_rejected:,} rejected"
+            if c.out != c.kept or c.unit_out != c.unit_in:
+                summary += f" → {c.out:,} {c.unit_out} passed on"
+            i = order.index(name)
+            up = counts.get(order[i - 1]) if i > 0 else None
+            if up is not None and up.out != c.n_in:
+                out.append(
+                    StageStatus(
+                        name,
+                        True,
+                        summary,
+                        f"takes {c.n_in:,} {c.unit_in} but {up.stage} passed on {up.out:,}: "
+                        "the two come from different runs (stale outputs?)",
+                        warning=True,
+                    )
+                )
+            else:
+                out.append(StageStatus(name, True, summary))
+            continue
+        if name in order:
+            out.append(StageStatus(name, False, reason=f"no {rel}"))
+            continue
+        summary = _model_stage_summary(res, name)
+        if summary is None:
+            out.append(StageStatus(name, False, reason=f"no {rel}"))
+            continue
+        stale = _stale_evaluation(res) if name == "encoder evaluation" else ""
+        out.append(StageStatus(name, True, summary, stale, warning=bool(stale)))
+    return out
+
+
+def _stale_evaluation(res: Results) -> str:
+    """A warning when an evaluation scored another checkpoint than its run's training produced."""
+    msgs = []
+    for run in evaluation_runs(res):
+        ev = evaluation_json(res, run) or {}
+        path = res.path(f"encoders/{run}/train.json")
+        if not path.is_file() or not ev.get("checkpoint"):
+            continue
+        trained = _read_json(path).get("checkpoint")
+        if trained and trained != ev["checkpoint"]:
+            msgs.append(
+                f"{run}: evaluated {ev['checkpoint']}, but training wrote {trained} (evaluation from an earlier run?)"
+            )
+    return "; ".join(msgs)
+
+
+def _model_stage_summary(res: Results, stage: str) -> str | None:
+    """What a model stage produced, or ``None`` when it did not run."""
+    if stage == "synth":
+        parts = []
+        for split in ("train", "val", "holdout"):
+            path = res.path(f"synth/{split}/counts.json")
+            if path.is_file():
+                parts.append(f"{split} {int(_read_json(path).get('kept', 0)):,}")
+        return ("rendered figures: " + ", ".join(parts)) if parts else None
+    if stage == "detector training":
+        tr = detector_train(res)
+        if tr is None:
+            return None
+        params = tr.get("params") or {}
+        epochs = params.get("epochs", len(tr.get("history") or []) or None)
+        return f"{tr.get('backend')}" + (f", {epochs} epochs" if epochs is not None else "")
+    if stage == "detector evaluation":
+        ev = detector_eval(res)
+        if ev is None:
+            return None
+        dets = ev.get("detectors") or {}
+        sets = sorted({s for rec in dets.values() for s in (rec.get("sets") or {})})
+        return f"{len(dets)} detector(s) × {len(sets)} set(s): {', '.join(sets)}"
+    if stage == "encoder training":
+        runs = encoder_runs(res)
+        if not runs:
+            return None
+        items = []
+        for run in runs:
+            tr = encoder_train(res, run)
+            items.append(f"{run}: {tr.get('model')}, {tr.get('n_train')} pairs")
+        return "; ".join(items)
+    if stage == "encoder evaluation":
+        runs = evaluation_runs(res)
+        if not runs:
+            return None
+        items = []
+        for run in runs:
+            ev = evaluation_json(res, run) or {}
+            n = (ev.get("retrieval") or {}).get("n_pairs")
+            items.append(f"{run}: split {ev.get('split')}" + (f", {n} pairs" if n else ""))
+        return "; ".join(items)
+    raise ValueError(stage)
 
 
 def rejections(res: Results) -> pl.DataFrame:
@@ -417,3 +584,73 @@ def splitter_quality(
 
         return f"recomputed now on {fixture}", evaluate_splitter(load_rows(fix))
     return None
+
+
+def retrieval_ranks(res: Results, run: str) -> pl.DataFrame | None:
+    path = res.path(f"evaluation/{run}/retrieval_ranks.parquet")
+    return pl.read_parquet(path) if path.is_file() else None
+
+
+def _split_texts(shards_dir: Path, split: str, keys: set[str]) -> dict[str, str]:
+    """``{key: text}`` of the ``.txt`` members of a split's WebDataset shards (images not read)."""
+    import tarfile
+
+    manifest = _read_json(shards_dir / "manifest.json")
+    out: dict[str, str] = {}
+    for shard in ((manifest.get("splits") or {}).get(split) or {}).get("shards") or []:
+        with tarfile.open(shards_dir / split / str(shard["name"])) as tar:
+            for member in tar:
+                if not member.isfile() or not member.name.endswith(".txt"):
+                    continue
+                key = member.name[: -len(".txt")]
+                if key in keys:
+                    fh = tar.extractfile(member)
+                    if fh is not None:
+                        out[key] = fh.read().decode("utf-8")
+    return out
+
+
+def retrieval_matches(res: Results, run: str) -> tuple[list[int] | None, str]:
+    """How many candidates match each retrieval query (for the chance level), and how that is known.
+
+    The evaluation counts samples with identical texts as matches of each other
+    (``group_identical_texts``).  With one text group per pair every query has one match; else the
+    texts are read back from the evaluated split's shards (``.txt`` members only) and grouped as the
+    evaluation grouped them.  ``None`` when neither works (the shards are gone).
+    """
+    ev = evaluation_json(res, run) or {}
+    ret = ev.get("retrieval") or {}
+    n_pairs, n_groups = ret.get("n_pairs"), ret.get("n_text_groups")
+    grouped = bool((ev.get("config") or {}).get("group_identical_texts", True))
+    if not n_pairs:
+        return None, "no retrieval pairs recorded"
+    if not grouped or (n_groups is not None and int(n_groups) == int(n_pairs)):
+        why = "texts not grouped" if not grouped else "every text distinct"
+        return [1] * int(n_pairs), f"one matching candidate per query ({why})"
+    ranks = retrieval_ranks(res, run)
+    if ranks is None or ranks.height != int(n_pairs):
+        return None, "retrieval_ranks.parquet missing or of another size"
+    keys = ranks["key"].to_list()
+    candidates = [res.path("shards")]
+    trained = res.path(f"encoders/{run}/train.json")
+    if trained.is_file() and _read_json(trained).get("shards_dir"):
+        candidates.append(res.resolve(str(_read_json(trained)["shards_dir"])))
+    for shards in candidates:
+        if not (shards / "manifest.json").is_file():
+            continue
+        try:
+            texts = _split_texts(shards, str(ev.get("split") or "test"), set(keys))
+        except (OSError, ValueError, KeyError):
+            continue
+        if len(texts) != len(keys):
+            continue
+        per_text: dict[str, int] = {}
+        for k in keys:
+            per_text[texts[k]] = per_text.get(texts[k], 0) + 1
+        if n_groups is not None and len(per_text) != int(n_groups):
+            continue  # not the texts the evaluation saw
+        return [per_text[texts[k]] for k in keys], (
+            f"{len(per_text):,} distinct texts among {len(keys):,} pairs, read from the shards: "
+            "a query matches every sample with its text"
+        )
+    return None, "the evaluated shards are not readable here"

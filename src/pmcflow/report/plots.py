@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,24 +25,50 @@ def _fig(w: float, h: float) -> Figure:
     return plt.figure(figsize=(w, h))
 
 
-def funnel(counts: Sequence[StageCounts]) -> Figure:
-    """Kept and rejected per stage (horizontal stacked bars, log scale) with each stage's unit."""
+def footer(fig: Figure, text: str | None, *, smoke: bool = False, width: int = 150) -> Figure:
+    """Write ``text`` (a model's provenance) under the axes, so the figure carries it when shared alone."""
+    if text:
+        fig.text(
+            0.0,
+            -0.01,
+            textwrap.fill(text, width),
+            ha="left",
+            va="top",
+            fontsize=7,
+            color="#b35900" if smoke else "#333333",
+            transform=fig.transFigure,
+        )
+    return fig
+
+
+def funnel(counts: Sequence[StageCounts | str]) -> Figure:
+    """Kept and rejected per stage (horizontal stacked bars, log scale) with each stage's unit.
+
+    A plain string in ``counts`` is a stage that did not run: its row says so and has no bar.
+    """
     fig = _fig(8, 0.55 * len(counts) + 1.2)
     ax = fig.add_subplot()
-    labels = [f"{c.stage}\n({c.unit_in})" for c in counts]
+    ran = [c for c in counts if isinstance(c, StageCounts)]
+    labels = [
+        f"{c.stage}\n({c.unit_in})" if isinstance(c, StageCounts) else f"{c}\n(not run)" for c in counts
+    ]
     y = np.arange(len(counts))[::-1]
-    kept = np.array([c.kept for c in counts], dtype=float)
-    rej = np.array([c.n_rejected for c in counts], dtype=float)
-    ax.barh(y, kept, color=KEPT, label="kept")
-    ax.barh(y, rej, left=kept, color=REJECTED, label="rejected")
+    yr = np.array([yi for yi, c in zip(y, counts, strict=True) if isinstance(c, StageCounts)])
+    kept = np.array([c.kept for c in ran], dtype=float)
+    rej = np.array([c.n_rejected for c in ran], dtype=float)
+    ax.barh(yr, kept, color=KEPT, label="kept")
+    ax.barh(yr, rej, left=kept, color=REJECTED, label="rejected")
     for yi, c in zip(y, counts, strict=True):
+        if not isinstance(c, StageCounts):
+            ax.text(1.0, yi, "not run", va="center", fontsize=8, color="#777777", style="italic")
+            continue
         text = f"{c.kept:,} kept" + (f", {c.n_rejected:,} rejected" if c.n_rejected else "")
         if c.out != c.kept:
             text += f" → {c.out:,} {c.unit_out}"
         ax.text(max(c.n_in, 1) * 1.08, yi, text, va="center", fontsize=8)
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xscale("log")
-    top = max([c.n_in for c in counts] + [c.out for c in counts] + [1])
+    top = max([c.n_in for c in ran] + [c.out for c in ran] + [1])
     ax.set_xlim(0.8, top * 30)
     ax.set_xlabel("items (log scale)")
     ax.legend(loc="lower right", fontsize=8)
@@ -93,8 +120,19 @@ def token_histograms(lengths: Mapping[str, Sequence[int]]) -> Figure:
     return fig
 
 
-def pr_curves(curves: Mapping[tuple[str, str], pl.DataFrame], fixed_threshold: float = 0.2) -> Figure:
-    """Precision–recall per evaluation set (one panel each), one line per detector."""
+def pr_curves(
+    curves: Mapping[tuple[str, str], pl.DataFrame],
+    fixed_threshold: float = 0.2,
+    *,
+    kinds: Mapping[str, str] | None = None,
+    provenance: str | None = None,
+    smoke: bool = False,
+) -> Figure:
+    """Precision–recall per evaluation set (one panel each), one line per detector.
+
+    ``kinds``: detector -> its provenance kind (shown in the legend); ``provenance``: footer text.
+    """
+    kinds = kinds or {}
     sets = sorted({s for _, s in curves})
     dets = sorted({d for d, _ in curves})
     fig = _fig(4.2 * max(1, len(sets)), 3.6)
@@ -106,7 +144,8 @@ def pr_curves(curves: Mapping[tuple[str, str], pl.DataFrame], fixed_threshold: f
                 continue
             df = df.sort("threshold", descending=True)
             color = PALETTE[j % len(PALETTE)]
-            ax.plot(df["recall"], df["precision"], color=color, label=det, linewidth=1.5)
+            label = f"{det} [{kinds[det]}]" if det in kinds else det
+            ax.plot(df["recall"], df["precision"], color=color, label=label, linewidth=1.5)
             at = df.filter(pl.col("threshold") >= fixed_threshold)
             if at.height:
                 ax.plot(at["recall"][-1], at["precision"][-1], "o", color=color, markersize=5)
@@ -119,10 +158,17 @@ def pr_curves(curves: Mapping[tuple[str, str], pl.DataFrame], fixed_threshold: f
         ax.legend(fontsize=7, loc="lower left")
     fig.suptitle(f"PR curves (dot: score threshold {fixed_threshold:g})", fontsize=10)
     fig.tight_layout()
-    return fig
+    return footer(fig, provenance, smoke=smoke)
 
 
-def history(rows: Sequence[Mapping[str, float]], *, title: str, match: str = "loss") -> Figure | None:
+def history(
+    rows: Sequence[Mapping[str, float]],
+    *,
+    title: str,
+    match: str = "loss",
+    provenance: str | None = None,
+    smoke: bool = False,
+) -> Figure | None:
     """Numeric series whose name contains ``match`` against epoch (or row index)."""
     if not rows:
         return None
@@ -146,10 +192,16 @@ def history(rows: Sequence[Mapping[str, float]], *, title: str, match: str = "lo
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    return fig
+    return footer(fig, provenance, smoke=smoke)
 
 
-def decompositions(figs: Sequence[tuple[Path, str, pl.DataFrame]], *, cols: int = 3) -> Figure:
+def decompositions(
+    figs: Sequence[tuple[Path, str, pl.DataFrame]],
+    *,
+    cols: int = 3,
+    provenance: str | None = None,
+    smoke: bool = False,
+) -> Figure:
     """Parent figures with their subfigure boxes, reading-order index and panel label."""
     n = len(figs)
     rows = (n + cols - 1) // cols
@@ -172,9 +224,7 @@ def decompositions(figs: Sequence[tuple[Path, str, pl.DataFrame]], *, cols: int 
                 "reading-order": "#1f77b4",
                 "inherited": "#9467bd",
                 "single": "#2ca02c",
-            }.get(
-                r["label_source"] or "", "#ff7f0e"
-            )
+            }.get(r["label_source"] or "", "#ff7f0e")
             ax.add_patch(Rectangle((x, y), w, h, fill=False, edgecolor=color, linewidth=1.6))
             label = f"{r['subfigure_index']}" + (f":{r['panel_label']}" if r["panel_label"] else "")
             ax.text(
@@ -189,10 +239,12 @@ def decompositions(figs: Sequence[tuple[Path, str, pl.DataFrame]], *, cols: int 
         ax.set_title(title, fontsize=7)
         ax.axis("off")
     fig.tight_layout()
-    return fig
+    return footer(fig, provenance, smoke=smoke, width=200)
 
 
-def loss_curves(steps: Mapping[str, pl.DataFrame]) -> Figure:
+def loss_curves(
+    steps: Mapping[str, pl.DataFrame], *, provenance: str | None = None, smoke: bool = False
+) -> Figure:
     """Training loss per logged step (and its running mean) for each run; learning rate beside it."""
     fig = _fig(11, 3.6)
     ax = fig.add_subplot(1, 2, 1)
@@ -213,11 +265,19 @@ def loss_curves(steps: Mapping[str, pl.DataFrame]) -> Figure:
     ax2.grid(alpha=0.3)
     ax2.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
     fig.tight_layout()
-    return fig
+    return footer(fig, provenance, smoke=smoke, width=200)
 
 
-def recall_at_k(metrics: pl.DataFrame, run: str) -> Figure:
-    """Retrieval Recall@K in both directions with their bootstrap CIs."""
+def recall_at_k(
+    metrics: pl.DataFrame,
+    run: str,
+    *,
+    chance: Mapping[str, float] | None = None,
+    chance_label: str = "chance (random ranking)",
+    provenance: str | None = None,
+    smoke: bool = False,
+) -> Figure:
+    """Retrieval Recall@K in both directions with their bootstrap CIs and the chance level per K."""
     ret = metrics.filter((pl.col("task") == "retrieval") & pl.col("metric").str.starts_with("R@"))
     ks = sorted({int(m[2:]) for m in ret["metric"].to_list()})
     fig = _fig(6.5, 3.4)
@@ -229,15 +289,146 @@ def recall_at_k(metrics: pl.DataFrame, run: str) -> Figure:
         for k in ks:
             row = d.filter(pl.col("metric") == f"R@{k}").row(0, named=True)
             vals.append(row["value"])
-            lo.append(row["value"] - row["ci_low"] if row["ci_low"] == row["ci_low"] else 0.0)
-            hi.append(row["ci_high"] - row["value"] if row["ci_high"] == row["ci_high"] else 0.0)
+            lo.append(_err(row["value"], row["ci_low"]))
+            hi.append(_err(row["ci_high"], row["value"]))
         x = np.arange(len(ks)) + (j - 0.5) * width
-        ax.bar(x, vals, width, yerr=[lo, hi], capsize=3, label=direction.replace("_", " "), color=PALETTE[j])
+        ax.bar(
+            x,
+            vals,
+            width,
+            yerr=[lo, hi],
+            capsize=3,
+            label=direction.replace("_", " ") + " (95 % CI)",
+            color=PALETTE[j],
+        )
+    if chance:
+        for i, k in enumerate(ks):
+            c = chance.get(f"R@{k}")
+            if c is None:
+                continue
+            ax.hlines(
+                c,
+                i - 2 * width * 0.6,
+                i + 2 * width * 0.6,
+                colors="black",
+                linestyles="--",
+                linewidth=1.2,
+                label=chance_label if i == 0 else None,
+            )
     ax.set_xticks(np.arange(len(ks)), [f"R@{k}" for k in ks])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("recall")
     ax.set_title(f"retrieval on the held-out split ({run})")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return fig
+    return footer(fig, provenance, smoke=smoke, width=110)
+
+
+def _err(a: float | None, b: float | None) -> float:
+    """A non-negative error-bar length ``a - b`` (0 when either end is missing or NaN)."""
+    if a is None or b is None or a != a or b != b:
+        return 0.0
+    return max(0.0, float(a) - float(b))
+
+
+def classification(
+    rows: Sequence[Mapping[str, object]],
+    *,
+    title: str,
+    provenance: str | None = None,
+    smoke: bool = False,
+) -> Figure:
+    """Accuracy and macro-F1 per dataset with CIs, the uniform-guess chance level and the majority baseline.
+
+    ``rows``: ``{"name", "accuracy", "accuracy_ci" (lo, hi) | None, "macro_f1", "macro_f1_ci",
+    "chance": {"accuracy_uniform", "macro_f1_uniform", "accuracy_majority", "macro_f1_majority"}}``.
+    """
+    metrics = [("accuracy", "accuracy"), ("macro_f1", "macro-F1")]
+    fig = _fig(max(5.0, 2.6 * len(rows) + 2), 3.4)
+    ax = fig.add_subplot()
+    width = 0.36
+    for j, (key, label) in enumerate(metrics):
+        vals, lo, hi = [], [], []
+        for r in rows:
+            v = r.get(key)
+            vals.append(float(v) if isinstance(v, int | float) else np.nan)
+            ci = r.get(f"{key}_ci")
+            if isinstance(ci, tuple | list) and len(ci) == 2:
+                lo.append(_err(vals[-1], ci[0]))
+                hi.append(_err(ci[1], vals[-1]))
+            else:
+                lo.append(0.0)
+                hi.append(0.0)
+        x = np.arange(len(rows)) + (j - 0.5) * width
+        ax.bar(x, vals, width, yerr=[lo, hi], capsize=3, color=PALETTE[j], label=f"{label} (95 % CI)")
+        for i, r in enumerate(rows):
+            chance = r.get("chance")
+            if not isinstance(chance, Mapping):
+                continue
+            for which, style, name in (
+                ("uniform", "--", "chance: uniform random guess"),
+                ("majority", ":", "baseline: majority class"),
+            ):
+                c = chance.get(f"{key}_{which}")
+                if c is None:
+                    continue
+                ax.hlines(
+                    float(c),
+                    x[i] - width / 2,
+                    x[i] + width / 2,
+                    colors="black",
+                    linestyles=style,
+                    linewidth=1.4,
+                    label=name if (i == 0 and j == 0) else None,
+                )
+    ax.set_xticks(np.arange(len(rows)), [str(r.get("name")) for r in rows], fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score")
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return footer(fig, provenance, smoke=smoke, width=110)
+
+
+def accuracy_bars(
+    rows: Sequence[tuple[str, float | None, tuple[float, float]]],
+    *,
+    chance: float,
+    majority: float | None = None,
+    title: str,
+    provenance: str | None = None,
+    smoke: bool = False,
+) -> Figure:
+    """Accuracies (name, value, (ci low, ci high)) as bars with CIs, the chance line and the majority baseline."""
+    fig = _fig(max(5.0, 0.9 * len(rows) + 2), 3.2)
+    ax = fig.add_subplot()
+    x = np.arange(len(rows))
+    vals = [float(v) if v is not None else np.nan for _, v, _ in rows]
+    lo = [_err(v, ci[0]) for v, (_, _, ci) in zip(vals, rows, strict=True)]
+    hi = [_err(ci[1], v) for v, (_, _, ci) in zip(vals, rows, strict=True)]
+    ax.bar(x, vals, 0.6, yerr=[lo, hi], capsize=3, color=PALETTE[0], label="accuracy (95 % CI)")
+    ax.axhline(
+        chance,
+        color="black",
+        linestyle="--",
+        linewidth=1.2,
+        label=f"chance: uniform random guess ({chance:.2f})",
+    )
+    if majority is not None and abs(majority - chance) > 1e-9:
+        ax.axhline(
+            majority,
+            color="black",
+            linestyle=":",
+            linewidth=1.2,
+            label=f"baseline: majority class ({majority:.2f})",
+        )
+    ax.set_xticks(x, [name for name, _, _ in rows], fontsize=8, rotation=20)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return footer(fig, provenance, smoke=smoke, width=110)

@@ -13,7 +13,8 @@ from typing import Any
 
 import polars as pl
 
-from pmcflow.report import load, plots
+from pmcflow.report import load, plots, stats
+from pmcflow.report import provenance as prov
 from pmcflow.report.html import (
     Html,
     Part,
@@ -24,6 +25,7 @@ from pmcflow.report.html import (
     not_run,
     note,
     para,
+    provenance,
     shorten,
     table,
     thumbnail_uri,
@@ -39,6 +41,24 @@ PAPER_DETECTOR = [
 ]
 
 
+# The stages each report's overview covers: the ones its rule takes as inputs (rules/report.smk) and
+# the stages those depend on, so the table does not change with which other jobs finished first.
+REPORT_STAGES: dict[str, tuple[str, ...]] = {
+    "dataset": tuple(s.stage for s in load.STAGES),
+    "detector": (
+        "list",
+        "acquire",
+        "parse",
+        "decompose",
+        "synth",
+        "detector training",
+        "detector evaluation",
+    ),
+    "enrichment": ("list", "acquire", "parse", "decompose", "enrich"),
+    "training": ("shard", "encoder training", "encoder evaluation"),
+}
+
+
 def _rows(df: pl.DataFrame) -> list[dict[str, Any]]:
     return df.to_dicts()
 
@@ -47,48 +67,94 @@ def _rows(df: pl.DataFrame) -> list[dict[str, Any]]:
 # Common
 # ============================================================================================
 def overview(res: Results, title: str, stages: Sequence[str] | None = None) -> list[Part]:
-    """Title and which stages have outputs.  ``stages``: only these (the ones the report's rule
-    takes as inputs), so what the line says does not depend on which other jobs happened to finish
-    before the report ran."""
-    keep = set(stages) if stages is not None else None
-    ran = [c.stage for c in load.stage_counts(res) if keep is None or c.stage in keep]
-    missing = [s.stage for s in load.missing_stages(res) if keep is None or s.stage in keep]
+    """Title and, per stage, whether it ran: its numbers if it did, "not run" and why if it did not.
+
+    ``stages``: only these (the ones the report's rule takes as inputs, and what they depend on), so
+    what the table says does not depend on which other jobs happened to finish before the report
+    ran; default the pipeline stages (:data:`load.STAGES`).  A stage that did not run never shows
+    numbers, and one the config turned off says so (when the report was given the config).
+    """
+    statuses = load.stage_status(res, stages)
     try:
         shown = res.results_dir.relative_to(res.workdir)
     except ValueError:
         shown = res.results_dir
+    rows = [
+        {
+            "stage": st.stage,
+            "status": ("ran — check" if st.warning else "ran") if st.ran else "not run",
+            "outputs": st.summary if st.ran else "–",
+            "note": st.reason or "",
+        }
+        for st in statuses
+    ]
+    missing = [st.stage for st in statuses if not st.ran]
     parts: list[Part] = [
         Html(f"<h1>{esc(title)}</h1>"),
         Html(
             f"<p>Results directory: <code>{esc(shown)}</code><br/>"
-            f"Stages with outputs: {esc(', '.join(ran) or 'none')}<br/>"
+            f"Stages with outputs: {esc(', '.join(st.stage for st in statuses if st.ran) or 'none')}<br/>"
             f"Stages not run: {esc(', '.join(missing) or 'none')}</p>"
         ),
+        table(rows, caption="Stages this report covers (a stage not run shows no numbers)"),
     ]
+    if not res.config:
+        parts.append(
+            note(
+                "Run without the workflow config (pmcflow report --config): whether a stage ran is judged "
+                "from its outputs only."
+            )
+        )
     return parts
+
+
+def _prov(p: prov.Provenance) -> Html:
+    return provenance(p.label, smoke=p.is_smoke)
 
 
 # ============================================================================================
 # Dataset report
 # ============================================================================================
 def funnel(res: Results) -> list[Part]:
-    counts = load.stage_counts(res)
+    counts = {c.stage: c for c in load.stage_counts(res)}
     if not counts:
         return [not_run("Stage counts", [res.path("<stage>/counts.json")])]
-    rows = [
-        {
-            "stage": c.stage,
-            "unit": c.unit_in,
-            "in": c.n_in,
-            "kept": c.kept,
-            "rejected": c.n_rejected,
-            "kept %": 100.0 * c.kept / c.n_in if c.n_in else None,
-            "passed on": c.out,
-            "passed-on unit": c.unit_out,
-        }
-        for c in counts
+    statuses = {st.stage: st for st in load.stage_status(res)}
+    rows: list[dict[str, Any]] = []
+    for spec in load.STAGES:
+        c = counts.get(spec.stage)
+        st = statuses[spec.stage]
+        if c is None:  # no numbers at all for a stage that did not run, not zeros
+            rows.append({"stage": spec.stage, "status": "not run", "unit": spec.unit_in, "note": st.reason})
+            continue
+        rows.append(
+            {
+                "stage": c.stage,
+                "status": "ran — check" if st.warning else "ran",
+                "unit": c.unit_in,
+                "in": c.n_in,
+                "kept": c.kept,
+                "rejected": c.n_rejected,
+                "kept %": 100.0 * c.kept / c.n_in if c.n_in else None,
+                "passed on": c.out,
+                "passed-on unit": c.unit_out,
+                "note": st.reason,
+            }
+        )
+    cols = [
+        "stage",
+        "status",
+        "unit",
+        "in",
+        "kept",
+        "rejected",
+        "kept %",
+        "passed on",
+        "passed-on unit",
+        "note",
     ]
-    parts: list[Part] = [table(rows, digits=1), figure_png(plots.funnel(counts))]
+    shown = [counts.get(spec.stage) or spec.stage for spec in load.STAGES]
+    parts: list[Part] = [table(rows, cols, digits=1), figure_png(plots.funnel(shown))]
     missing = load.missing_stages(res)
     if missing:
         parts.append(
@@ -116,6 +182,11 @@ def rejection_reasons(res: Results) -> list[Part]:
         )
     else:
         parts.append(para("No stage rejected anything."))
+    missing = load.missing_stages(res)
+    if missing:
+        parts.append(
+            note("No rejections to show for stages not run: " + ", ".join(m.stage for m in missing) + ".")
+        )
     if summary.height:
         parts.append(
             table(
@@ -150,11 +221,25 @@ def composition(res: Results) -> list[Part]:
         lic_art = {
             str(k): int(v) for k, v in arts["license_code"].fill_null("unknown").value_counts().iter_rows()
         }
+    # A count column only for a table that exists: a stage that did not run shows no zeros.
     for code in sorted(
         set(lic_sub) | set(lic_art), key=lambda c: (-lic_sub.get(c, 0), -lic_art.get(c, 0), c)
     ):
-        rows.append({"licence": code, "articles": lic_art.get(code, 0), "subfigures": lic_sub.get(code, 0)})
+        row: dict[str, Any] = {"licence": code}
+        if arts is not None:
+            row["articles"] = lic_art.get(code, 0)
+        if final is not None:
+            row["subfigures"] = lic_sub.get(code, 0)
+        rows.append(row)
     parts.append(table(rows, caption="Licence codes: parsed articles and subfigures in the final table"))
+    if arts is None:
+        parts.append(
+            not_run("Parsed articles (licences per article)", [res.path("parse/<chunk>/articles.parquet")])
+        )
+    if final is None:
+        parts.append(
+            not_run("Subfigure table (licences per subfigure)", [res.path("enrich/<chunk>/enriched.parquet")])
+        )
     if lic_sub:
         parts.append(
             figure_png(plots.bar_counts(lic_sub, title="Subfigures by licence", xlabel="subfigures"))
@@ -162,10 +247,24 @@ def composition(res: Results) -> list[Part]:
 
     parts.append(heading("Modality"))
     ds = load.dataset(res)
-    if ds is None or "modality" not in ds.columns:
+    mod_cfg = ((res.config or {}).get("filter") or {}).get("modality") or {}
+    if ds is None:
         parts.append(not_run("Modality (filter stage)", [res.path("filter/<chunk>/dataset.parquet")]))
+    elif (
+        mod_cfg.get("enabled") is False
+        or "modality" not in ds.columns
+        or ds["modality"].null_count() == ds.height
+    ):
+        why = (
+            "disabled in the config (filter.modality.enabled: false)"
+            if mod_cfg.get("enabled") is False
+            else "the filter table has no modality predictions: the classifier was off"
+        )
+        parts.append(not_run("Modality (filter stage)", [], reason=why))
     else:
+        p_mod, rec = prov.modality_record(res)
         mod = {str(k): int(v) for k, v in ds["modality"].fill_null("unknown").value_counts().iter_rows()}
+        parts.append(_prov(p_mod))
         parts.append(
             table(
                 [
@@ -173,12 +272,12 @@ def composition(res: Results) -> list[Part]:
                     for k, v in sorted(mod.items(), key=lambda kv: -kv[1])
                 ],
                 digits=1,
-                caption="Predicted modality of the kept subfigures (filter stage)",
+                caption=f"Predicted modality of the kept subfigures (filter stage; classifier: {p_mod.model})",
             )
         )
-        parts.append(
-            figure_png(plots.bar_counts(mod, title="Subfigures by predicted modality", xlabel="subfigures"))
-        )
+        fig = plots.bar_counts(mod, title="Subfigures by predicted modality", xlabel="subfigures")
+        parts.append(figure_png(plots.footer(fig, p_mod.label, smoke=p_mod.is_smoke, width=110)))
+        parts += modality_accuracy(p_mod, rec)
 
     parts.append(heading("Shards"))
     man = load.shard_manifest(res)
@@ -199,6 +298,76 @@ def composition(res: Results) -> list[Part]:
     return parts
 
 
+def modality_accuracy(p_mod: prov.Provenance, rec: dict[str, Any] | None) -> list[Part]:
+    """The modality classifier's held-out accuracy (its training record) against chance.
+
+    The record has no interval; the 95 % Wilson interval is computed here from the held-out counts.
+    The filter stage itself has no labels, so this is the only accuracy the reports can show.
+    """
+    held = (rec or {}).get("heldout") or {}
+    conf = held.get("confusion") or {}
+    classes, matrix = conf.get("classes") or [], conf.get("matrix") or []
+    if not classes or len(matrix) != len(classes):
+        return [
+            note(
+                "No held-out evaluation beside the modality checkpoint (metrics.json): its accuracy is unknown."
+            )
+        ]
+    per_class_n = [int(sum(row)) for row in matrix]
+    correct = [int(matrix[i][i]) for i in range(len(classes))]
+    n, k = sum(per_class_n), len(classes)
+    chance = stats.classification_chance(per_class_n)
+    rows: list[dict[str, Any]] = []
+    bars: list[tuple[str, float | None, tuple[float, float]]] = []
+    for c, n_c, ok in [*zip(classes, per_class_n, correct, strict=True), ("all", n, sum(correct))]:
+        ci = stats.wilson_interval(ok, n_c)
+        value = ok / n_c if n_c else None
+        rows.append({"class": c, "n": n_c, "accuracy (recall)": value, "95 % CI": _ci(*ci)})
+        bars.append((c, value, ci))
+    acc = sum(correct) / n
+    rows[-1]["chance (1/k)"] = chance["accuracy_uniform"]
+    rows[-1]["majority class"] = chance["accuracy_majority"]
+    fig = plots.accuracy_bars(
+        bars,
+        chance=chance["accuracy_uniform"],
+        majority=chance["accuracy_majority"],
+        title=f"Modality classifier, held-out accuracy ({n:,} crops, {k} classes)",
+        provenance=p_mod.label,
+        smoke=p_mod.is_smoke,
+    )
+    train_acc = (rec or {}).get("train_subset") or {}
+    extra = (
+        f" Accuracy on a subset of its own training crops: {train_acc['accuracy']:.3f} (n {train_acc.get('n', '?')})."
+        if isinstance(train_acc.get("accuracy"), int | float)
+        else ""
+    )
+    return [
+        table(
+            rows,
+            ["class", "n", "accuracy (recall)", "95 % CI", "chance (1/k)", "majority class"],
+            digits=3,
+            caption=(
+                f"Modality classifier on its held-out crops ({p_mod.source}); chance = 1/{k} classes "
+                f"(uniform random guess); majority class = share of the largest class; CI: 95 % Wilson interval "
+                "computed here (the record has none)"
+            ),
+        ),
+        para(
+            f"Held-out accuracy {acc:.3f} vs chance {chance['accuracy_uniform']:.3f}. "
+            "These crops are of the classifier's own held-out source images, not of this run's subfigures."
+            + extra
+        ),
+        figure_png(fig),
+    ]
+
+
+def _ci(lo: float | None, hi: float | None) -> str | None:
+    """A CI cell ``[lo, hi]``, or ``None`` when the interval was not recorded (or is NaN)."""
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return None
+    return f"[{lo:.3f}, {hi:.3f}]"
+
+
 def text_lengths(res: Results) -> list[Part]:
     lengths = load.token_lengths(res)
     if not any(lengths.values()):
@@ -208,16 +377,21 @@ def text_lengths(res: Results) -> list[Part]:
                 [res.path("parse/<chunk>/figures.parquet"), res.path("enrich/<chunk>/enriched.parquet")],
             )
         ]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for kind in ("caption", "subcaption", "summary"):
-        vals = sorted(lengths.get(kind) or [])
+        if kind not in lengths:  # its table does not exist: not run, not "0 texts"
+            source = "parse figures" if kind == "caption" else "enrich / filter subfigure table"
+            rows.append({"text": kind, "status": f"not run (no {source})"})
+            continue
+        vals = sorted(lengths[kind])
         if not vals:
-            rows.append({"text": kind, "n": 0})
+            rows.append({"text": kind, "status": "ran", "n": 0})
             continue
         n = len(vals)
         rows.append(
             {
                 "text": kind,
+                "status": "ran",
                 "n": n,
                 "mean": sum(vals) / n,
                 "median": vals[n // 2],
@@ -230,7 +404,7 @@ def text_lengths(res: Results) -> list[Part]:
             "Token = whitespace-separated word (str.split), not a model tokenizer; captions are counted once "
             "per figure, subcaptions and summaries once per subfigure (empty summaries left out)."
         ),
-        table(rows, digits=1),
+        table(rows, ["text", "status", "n", "mean", "median", "p90", "max"], digits=1),
         figure_png(plots.token_histograms(lengths)),
     ]
 
@@ -275,16 +449,32 @@ def examples(res: Results, n: int = 8, seed: int = 0) -> list[Part]:
 # ============================================================================================
 # Detector report
 # ============================================================================================
+def _eval_provenance(res: Results, ev: dict[str, Any]) -> dict[str, prov.Provenance]:
+    return {
+        det: prov.eval_detector(res, det, rec.get("checkpoint"))
+        for det, rec in sorted((ev.get("detectors") or {}).items())
+    }
+
+
 def detector_metrics(res: Results) -> list[Part]:
     ev = load.detector_eval(res)
     if ev is None:
         return [not_run("Detector evaluation", [res.path("detector/eval/eval.json")])]
     df = load.detector_metrics(ev)
-    parts: list[Part] = [
+    provs = _eval_provenance(res, ev)
+    rows = [{**r, "model": provs[r["detector"]].kind} for r in _rows(df)] if df.height else []
+    parts: list[Part] = [_prov(p) for p in provs.values()]
+    parts += [
         para(
-            "COCO mAP@[.5:.95] (pycocotools), best F1 at IoU 0.5 over score thresholds, and F1 at the production score threshold."
+            "COCO mAP@[.5:.95] (pycocotools), best F1 at IoU 0.5 over score thresholds, and F1 at the production "
+            "score threshold.  Column 'model': shipped (weights in the package), smoke-test (trained in this run "
+            "on a tiny set: its numbers are not a quality measure), trained in this run, or weight-free."
         ),
-        table(_rows(df)),
+        table(rows, caption="Detection metrics per detector and evaluation set (detector/eval/eval.json)"),
+        note(
+            "eval.json records no confidence intervals for these metrics; 'images' and 'gt boxes' give the "
+            "sample sizes.  No chance line: detection has no class-guessing baseline."
+        ),
         table(PAPER_DETECTOR, digits=2, caption="Reference: Open-PMC-18M paper (seed 000), in %"),
     ]
     return parts
@@ -297,22 +487,41 @@ def detector_pr(res: Results) -> list[Part]:
     curves = load.pr_curves(res, ev)
     if not curves:
         return [note("eval.json has no PR curve points and no pr_<detector>_<set>.parquet exists.")]
-    return [figure_png(plots.pr_curves(curves))]
+    provs = _eval_provenance(res, ev)
+    shown = {d for d, _ in curves}
+    text = " | ".join(f"{d}: {p.label}" for d, p in provs.items() if d in shown)
+    fig = plots.pr_curves(
+        curves,
+        kinds={d: p.kind for d, p in provs.items()},
+        provenance=text,
+        smoke=any(p.is_smoke for d, p in provs.items() if d in shown),
+    )
+    return [*(_prov(p) for d, p in provs.items() if d in shown), figure_png(fig)]
 
 
 def detector_training(res: Results) -> list[Part]:
+    off = load.disabled_reason(res, "detector training")
+    if off is not None:
+        return [not_run("Detector training", [res.path("detector/model/train.json")], reason=off)]
     tr = load.detector_train(res)
     if tr is None:
         return [not_run("Detector training", [res.path("detector/model/train.json")])]
+    p = prov.trained_detector(res, tr)
     params = tr.get("params") or {}
     rows = [
         {"key": "backend", "value": tr.get("backend")},
+        {"key": "training images", "value": prov.detector_training_data(res)},
         {"key": "seconds", "value": tr.get("seconds")},
         {"key": "images/s", "value": tr.get("images_per_s")},
         *({"key": f"params.{k}", "value": json.dumps(v)} for k, v in sorted(params.items())),
     ]
-    parts: list[Part] = [table(rows, digits=2)]
-    fig = plots.history(tr.get("history") or [], title=f"{tr.get('backend')} training and validation losses")
+    parts: list[Part] = [_prov(p), table(rows, digits=2)]
+    fig = plots.history(
+        tr.get("history") or [],
+        title=f"{tr.get('backend')} training and validation losses",
+        provenance=p.label,
+        smoke=p.is_smoke,
+    )
     if fig is not None:
         parts.append(figure_png(fig))
     return parts
@@ -324,7 +533,10 @@ def decompositions(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
         return [not_run("Decomposition examples", [res.path("decompose/<chunk>/subfigures.parquet")])]
     per_fig = sub.group_by("figure_uid").len()
     label_mix = {str(k): int(v) for k, v in sub["label_source"].fill_null("none").value_counts().iter_rows()}
-    stats = [
+    sha_col = "detector_checkpoint_sha256" if "detector_checkpoint_sha256" in sub.columns else None
+    used = sub.select("detector", pl.col(sha_col) if sha_col else pl.lit(None, pl.String)).unique().rows()
+    provs = [prov.decompose_detector(res, str(d), sha) for d, sha in sorted(used, key=str)]
+    summary_rows = [
         {
             "figures": per_fig.height,
             "subfigures": sub.height,
@@ -341,7 +553,8 @@ def decompositions(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
         path = res.resolve(boxes["image_path"][0])
         chosen.append((path, f"{uid} ({boxes.height} panels)", boxes))
     parts: list[Part] = [
-        table(stats, digits=2),
+        *(_prov(p) for p in provs),
+        table(summary_rows, digits=2),
         table(
             [
                 {"label source": k, "subfigures": v}
@@ -357,7 +570,12 @@ def decompositions(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
                 "Colour: red = letter read from the image, blue = caption letter by reading order, green = single panel."
             )
         )
-        parts.append(figure_png(plots.decompositions(chosen), dpi=90))
+        fig = plots.decompositions(
+            chosen,
+            provenance=" | ".join(p.label for p in provs),
+            smoke=any(p.is_smoke for p in provs),
+        )
+        parts.append(figure_png(fig, dpi=90))
     return parts
 
 
@@ -396,9 +614,23 @@ def subcaption_sources(res: Results) -> list[Part]:
             f"{fb['compound']:,} ({fb['rate_pct']:.1f} %; reasons: {reasons}). "
             f"Subcaptions equal to the full caption, all subfigures: {same:,} of {n:,} "
             f"({100.0 * same / max(1, n):.1f} %; the paper reports 13.28 %). "
-            f"Models: {', '.join(models) or 'none'}."
+            f"Models: {_text_models(models)}."
         ),
     ]
+
+
+TEXT_METHODS = {
+    "rules": "rule-based caption splitter, no learned weights",
+    "extractive": "extractive sentence ranking, no learned weights",
+}
+
+
+def _text_models(models: Sequence[str]) -> str:
+    """The subcaption / summary models as recorded per row, each said to be rule-based or a language model."""
+    return (
+        "; ".join(f"{m} ({TEXT_METHODS.get(m, 'language model, as named in the table')})" for m in models)
+        or "none"
+    )
 
 
 def fallback_rate(df: pl.DataFrame) -> dict[str, Any]:
@@ -413,10 +645,18 @@ def fallback_rate(df: pl.DataFrame) -> dict[str, Any]:
     fb = compound.filter(pl.col("subcaption_source") == "fallback-full")
     reasons = {
         str(r): int(k)
-        for r, k in fb.group_by(pl.col("subcaption_reason").fill_null("none")).len().sort("len", descending=True).iter_rows()
+        for r, k in fb.group_by(pl.col("subcaption_reason").fill_null("none"))
+        .len()
+        .sort("len", descending=True)
+        .iter_rows()
     }
     rate = 100.0 * fb.height / compound.height if compound.height else 0.0
-    return {"compound": compound.height, "fallback": fb.height, "rate_pct": round(rate, 2), "reasons": reasons}
+    return {
+        "compound": compound.height,
+        "fallback": fb.height,
+        "rate_pct": round(rate, 2),
+        "reasons": reasons,
+    }
 
 
 def summary_sources(res: Results) -> list[Part]:
@@ -433,11 +673,16 @@ def summary_sources(res: Results) -> list[Part]:
         for s, r, k in mix.iter_rows()
     ]
     n_mentions = df["mention_uids"].list.len().fill_null(0)
+    models = (
+        sorted({str(m) for m in df["summary_model"].drop_nulls().unique().to_list()})
+        if "summary_model" in df.columns
+        else []
+    )
     return [
         table(rows, digits=1, caption="Summary source (extractive / llm / none) and reasons"),
         para(
             f"Subfigures with at least one in-text mention: {int((n_mentions > 0).sum()):,} of {df.height:,}; "
-            f"mean mentions used: {float(n_mentions.mean() or 0):.2f}."
+            f"mean mentions used: {float(n_mentions.mean() or 0):.2f}. Models: {_text_models(models)}."
         ),
     ]
 
@@ -512,15 +757,18 @@ def encoder_training(res: Results) -> list[Part]:
     runs = load.encoder_runs(res)
     if not runs:
         return [not_run("Encoder training", [res.path(f"encoders/{res.run_name or '<run>'}/train.json")])]
-    rows, steps = [], {}
+    rows, steps, provs = [], {}, {}
     for run in runs:
         tr = load.encoder_train(res, run)
+        provs[run] = prov.encoder(res, run, tr)
         sched = tr.get("schedule") or {}
         val = tr.get("val_metrics") or {}
         rows.append(
             {
                 "run": run,
                 "model": tr.get("model") or (tr.get("config") or {}).get("model"),
+                "provenance": provs[run].kind,
+                "train pairs": tr.get("n_train"),
                 "epochs": sched.get("epochs", (tr.get("config") or {}).get("epochs")),
                 "steps": tr.get("n_steps_logged"),
                 "first loss": tr.get("first_loss"),
@@ -533,12 +781,30 @@ def encoder_training(res: Results) -> list[Part]:
         df = load.encoder_steps(res, run)
         if df is not None and df.height:
             steps[run] = df
-    parts: list[Part] = [table(rows, digits=3)]
+    parts: list[Part] = [*(_prov(p) for p in provs.values()), table(rows, digits=3)]
     if steps:
-        parts.append(figure_png(plots.loss_curves(steps)))
+        shown = [provs[r] for r in sorted(steps)]
+        parts.append(
+            figure_png(
+                plots.loss_curves(
+                    steps,
+                    provenance=" | ".join(f"{r}: {provs[r].label}" for r in sorted(steps)),
+                    smoke=any(p.is_smoke for p in shown),
+                )
+            )
+        )
     else:
         parts.append(note("No logged steps (steps.parquet empty or absent)."))
     return parts
+
+
+def _eval_provenance_run(res: Results, run: str) -> prov.Provenance:
+    """The encoder an evaluation run scored: its training run's record (same run name)."""
+    p = prov.encoder(res, run)
+    ev = load.evaluation_json(res, run) or {}
+    if p.kind == prov.UNKNOWN and ev.get("model_id"):
+        return prov.Provenance(prov.UNKNOWN, str(ev["model_id"]), f"checkpoint {ev.get('checkpoint')}")
+    return p
 
 
 def retrieval(res: Results) -> list[Part]:
@@ -557,28 +823,63 @@ def retrieval(res: Results) -> list[Part]:
             skipped = (load.evaluation_json(res, run) or {}).get("skipped", {}).get("retrieval")
             parts.append(note(f"{run}: no retrieval metrics" + (f" ({skipped})" if skipped else "")))
             continue
+        p = _eval_provenance_run(res, run)
+        pool = int(ret["n"].max() or 0)
+        ks = sorted({int(k[2:]) for k in ret["metric"].to_list() if k.startswith("R@")})
+        matches, how = load.retrieval_matches(res, run)
+        chance = stats.retrieval_chance(pool, ks, matches) if pool else {}
+        if matches is None:
+            how = f"assumes one match per query, a lower bound ({how})"
         rows = []
         for metric in ret["metric"].unique(maintain_order=True).to_list():
             row: dict[str, Any] = {"run": run, "metric": metric}
             for r in ret.filter(pl.col("metric") == metric).iter_rows(named=True):
                 d = str(r["direction"]).replace("_to_", "→").replace("image", "img").replace("text", "txt")
                 row[d] = r["value"]
-                if r["ci_low"] is not None and r["ci_low"] == r["ci_low"]:
-                    row[f"{d} CI"] = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                row[f"{d} CI"] = _ci(r["ci_low"], r["ci_high"])
                 row["n"] = r["n"]
+            c = chance.get(metric)
+            row["chance"] = float(c) if c is not None else None
             rows.append(row)
+        cols = ["run", "metric"]
+        for d in ("img→txt", "txt→img"):
+            if any(d in r for r in rows):
+                cols += [d, f"{d} CI"]
+        cols += ["chance", "n"]
+        parts.append(_prov(p))
         parts.append(
             table(
                 rows,
+                cols,
                 digits=3,
-                caption=f"Retrieval on split {ret['dataset'][0]!r} ({run}); CIs: percentile bootstrap",
+                caption=(
+                    f"Retrieval on split {ret['dataset'][0]!r} ({run}); CIs: 95 % percentile bootstrap over queries; "
+                    f"chance: a random ranking of the N = {pool:,} candidates (R@K = K/N with one match per query)"
+                ),
+            )
+        )
+        parts.append(
+            para(
+                f"Chance levels for a pool of N = {pool:,} candidates per query; matching candidates: {how}. "
+                "Chance R@K = 1 − C(N−m, K)/C(N, K) for a query with m matches (K/N when m = 1), averaged over queries; "
+                "chance mean rank and MRR follow from the same random ranking."
             )
         )
         recall = ret.filter(pl.col("metric").str.starts_with("R@"))
         if recall.height:
-            parts.append(figure_png(plots.recall_at_k(m, run)))
-            pool = int(recall["n"].max() or 0)
-            trivial = sorted({int(k[2:]) for k in recall["metric"].to_list() if int(k[2:]) >= pool})
+            parts.append(
+                figure_png(
+                    plots.recall_at_k(
+                        m,
+                        run,
+                        chance={k: float(v) for k, v in chance.items() if k.startswith("R@")},
+                        chance_label=f"chance (random ranking, N = {pool:,})",
+                        provenance=p.label,
+                        smoke=p.is_smoke,
+                    )
+                )
+            )
+            trivial = sorted({k for k in ks if k >= pool})
             if trivial:
                 parts.append(
                     note(
@@ -608,26 +909,67 @@ def zero_shot(res: Results) -> list[Part]:
         if zs.height == 0:
             parts.append(note(f"{run}: no zero-shot task ran" + (f" ({skipped})" if skipped else "")))
             continue
-        rows = []
+        p = _eval_provenance_run(res, run)
+        rows, plotted = [], []
         for ds in zs["dataset"].unique(maintain_order=True).to_list():
             d = zs.filter(pl.col("dataset") == ds)
             row: dict[str, Any] = {"run": run, "dataset": ds}
+            point: dict[str, Any] = {"name": ds}
             for r in d.iter_rows(named=True):
                 if r["metric"] in ("accuracy", "macro_f1"):
                     row[r["metric"]] = r["value"]
-                    row[f"{r['metric']} CI"] = (
-                        f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-                        if r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
-                        else None
-                    )
+                    row[f"{r['metric']} CI"] = _ci(r["ci_low"], r["ci_high"])
                     row["n"] = r["n"]
+                    point[r["metric"]] = r["value"]
+                    if _ci(r["ci_low"], r["ci_high"]) is not None:
+                        point[f"{r['metric']}_ci"] = (r["ci_low"], r["ci_high"])
+            class_n = [int(r["n"]) for r in d.iter_rows(named=True) if r["metric"].startswith("f1[")]
+            if class_n and sum(class_n) > 0:
+                chance = stats.classification_chance(class_n)
+                point["chance"] = chance
+                row["classes"] = len(class_n)
+                row["chance acc (1/k)"] = chance["accuracy_uniform"]
+                row["chance macro-F1"] = chance["macro_f1_uniform"]
+                row["majority acc"] = chance["accuracy_majority"]
+                row["majority macro-F1"] = chance["macro_f1_majority"]
             row["per-class F1"] = ", ".join(
-                f"{r['metric'][3:-1]}: {r['value']:.2f}"
+                f"{r['metric'][3:-1]}: {r['value']:.2f} (n {r['n']})"
                 for r in d.iter_rows(named=True)
                 if r["metric"].startswith("f1[")
             )
             rows.append(row)
-        parts.append(table(rows, digits=3, caption=f"Zero-shot classification ({run})"))
+            plotted.append(point)
+        parts.append(_prov(p))
+        parts.append(
+            table(
+                rows,
+                digits=3,
+                caption=(
+                    f"Zero-shot classification ({run}); CIs: 95 % percentile bootstrap; chance: a uniform random "
+                    "guess over the k classes (accuracy 1/k; macro-F1: its exact expectation given the class counts); "
+                    "majority: always the largest class"
+                ),
+            )
+        )
+        parts.append(
+            para(
+                "Chance macro-F1 is the expected macro-F1 of a guesser picking each of the k classes with "
+                "probability 1/k: for class c with n_c of n items, TP ~ Bin(n_c, 1/k) and FP ~ Bin(n − n_c, 1/k), "
+                "F1_c = 2TP/(TP + FP + n_c), averaged over classes (about the mean of 2·p_c·(1/k)/(p_c + 1/k), "
+                "p_c = n_c/n).  The majority-class baseline scores the largest class share in accuracy and "
+                "(1/k)·2p_max/(p_max + 1) in macro-F1."
+            )
+        )
+        parts.append(
+            figure_png(
+                plots.classification(
+                    plotted,
+                    title=f"zero-shot classification ({run})",
+                    provenance=p.label,
+                    smoke=p.is_smoke,
+                )
+            )
+        )
         for k, v in skipped.items():
             parts.append(note(f"skipped {k}: {v}"))
     return parts
