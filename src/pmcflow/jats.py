@@ -36,6 +36,7 @@ from pmcflow import schema as S
 from pmcflow.config import section as config_section
 from pmcflow.errors import RejectionError
 from pmcflow.licenses import from_jats
+from pmcflow.progress import echo, progress
 from pmcflow.tables import Rejections, counts_record, file_md5, read_rows, write_counts, write_table
 from pmcflow.textclean import clean_text, over_cap
 
@@ -1188,7 +1189,7 @@ def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: st
     pcfg = config_section(cfg, "parse")
     max_mention, verify = int(pcfg["max_mention_chars"]), bool(pcfg["verify_checksums"])
 
-    for row in rows:
+    for row in progress(rows, desc=f"parse {chunk}", unit="article"):
         uid = str(row["article_uid"])
         pmcid = str(row["pmcid"])
         if uid in seen:
@@ -1269,11 +1270,13 @@ def cli(argv: Sequence[str]) -> int:
     ap.add_argument("--max-xml-mb", type=float, default=DEFAULT_MAX_BYTES / 2**20)
     args = ap.parse_args(list(argv))
     failed = 0
-    for path in args.files:
+    # JSON lines go to stdout: a bar on stderr only when they do not share the terminal with it
+    files = args.files if sys.stdout.isatty() else progress(args.files, desc="jats", unit="file", summary=False)
+    for path in files:
         try:
             parsed = parse_file(path, media_dir=args.media_dir, max_bytes=int(args.max_xml_mb * 2**20))
         except JatsError as exc:
-            print(f"pmcflow jats: {path}: {exc.reason}: {exc.detail}", file=sys.stderr)
+            echo(f"pmcflow jats: {path}: {exc.reason}: {exc.detail}")
             failed += 1
             continue
         by_fig: dict[str, list[dict[str, Any]]] = {f["figure_id"]: [] for f in parsed.figures}

@@ -40,6 +40,7 @@ def start_rule_log(sm: Any, path: str | os.PathLike[str] | None = None) -> None:
     import json
     import time
 
+    os.environ["PMCFLOW_PROGRESS"] = "0"  # a rule log gets count lines, never progress bars
     log_to_file(path if path is not None else (sm.log[0] if len(sm.log) else None))
     logger = logging.getLogger("pmcflow.rule")
     wildcards = ", ".join(f"{k}={v}" for k, v in sm.wildcards.items())

@@ -35,6 +35,7 @@ from pmcflow.config import section as config_section
 from pmcflow.decompose.order import SOURCE_SINGLE, assign_labels, reading_order
 from pmcflow.detect.base import Box, Detector, get_detector
 from pmcflow.detect.images import ImageError, load_image
+from pmcflow.progress import Progress
 from pmcflow.textclean import over_cap
 
 STAGE = "decompose"
@@ -293,16 +294,19 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
 
     crops_final = out / "crops"
     sub_rows: list[dict[str, Any]] = []
-    with T.atomic_dir(crops_final) as crops_tmp:  # the crops appear all at once, or not at all
+    bar = Progress(len(items), desc=f"decompose {chunk}", unit="graphic")
+    with T.atomic_dir(crops_final) as crops_tmp, bar:  # the crops appear all at once, or not at all
         bs = max(1, int(dcfg["batch_size"]))
         for start in range(0, len(items), bs):
+            todo = items[start : start + bs]
             batch: list[tuple[_Item, Image.Image]] = []
-            for it in items[start : start + bs]:
+            for it in todo:
                 try:
                     batch.append((it, load_image(it.path, max_pixels=int(dcfg["max_pixels"]))))
                 except ImageError as exc:
                     rej.add(it.item_id, exc.reason, exc.detail, pmcid=it.row.get("pmcid"))
             if not batch:
+                bar.update(len(todo))
                 continue
             assert info is not None
             preds = _detect_batch(info.detector, [im for _, im in batch], dcfg)
@@ -325,6 +329,7 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
                 totals.label_sources.update(
                     f"{r['label_source']}:{'letter' if r['panel_label'] else 'null'}" for r in new
                 )
+            bar.update(len(todo))
     T.write_table(sub_rows, S.SUBFIGURES, out / "subfigures.parquet")
     rej.write(out / "rejections.parquet")
     extra: dict[str, Any] = {

@@ -89,17 +89,26 @@ def detect(argv: Sequence[str]) -> int:
     ap.add_argument("images", nargs="+", type=Path)
     args = ap.parse_args(list(argv))
 
-    from pmcflow.detect.base import get_detector, run_detection
+    from pmcflow.detect.base import DetectionResult, get_detector, run_detection
+    from pmcflow.progress import Progress
     from pmcflow.tables import write_json
 
     detector = get_detector(args.backend, checkpoint=args.checkpoint, **parse_sets(args.sets))
-    results = run_detection(
-        detector,
-        args.images,
-        score_threshold=args.score_threshold,
-        nms_iou=args.nms_iou,
-        batch_size=args.batch_size,
-    )
+    # Batch by batch (the batches run_detection would make), so a bar can follow; the summary line
+    # below says the counts.
+    bs = max(1, args.batch_size)
+    results: list[DetectionResult] = []
+    with Progress(len(args.images), desc="detect", unit="image", summary=False) as bar:
+        for start in range(0, len(args.images), bs):
+            batch = args.images[start : start + bs]
+            results += run_detection(
+                detector,
+                batch,
+                score_threshold=args.score_threshold,
+                nms_iou=args.nms_iou,
+                batch_size=args.batch_size,
+            )
+            bar.update(len(batch))
     rows = [
         {
             "image_id": Path(r.image).name,
@@ -117,7 +126,8 @@ def detect(argv: Sequence[str]) -> int:
     if args.errors is not None:
         write_json(args.errors, errors)
     print(
-        f"pmcflow detect: {len(results) - len(errors)}/{len(results)} images, {len(rows)} boxes -> {args.out}",
+        f"pmcflow detect: {len(results) - len(errors)}/{len(results)} images, {len(rows)} boxes"
+        f" ({bar.timing()}) -> {args.out}",
         file=sys.stderr,
     )
     # Nothing detected because nothing could be read is a failure, --strict or not.

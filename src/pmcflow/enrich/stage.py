@@ -25,6 +25,7 @@ from pmcflow.enrich.prompts import load_prompt
 from pmcflow.enrich.subcaption import SubcaptionRequest, make_subcaptioner
 from pmcflow.enrich.summary import SummaryRequest, make_summarizer
 from pmcflow.enrich.validate import SUMMARY_GATES, summary_gate
+from pmcflow.progress import progress
 from pmcflow.textclean import clean_text, over_cap
 
 log = logging.getLogger(__name__)
@@ -157,7 +158,7 @@ def _isolated(
     for r in requests:
         groups[r.group or r.key].append(r)
     out: dict[str, Any] = {}
-    for members in groups.values():
+    for members in progress(groups.values(), desc=f"{reason}: retry by figure", unit="figure"):
         try:
             out.update({r.key: r for r in fn(members)})
         except Exception as exc:  # noqa: BLE001 - recorded as rejections

@@ -38,6 +38,7 @@ from pmcflow import tables as T
 from pmcflow.detect.images import ImageError, load_image
 from pmcflow.filter import checks as C
 from pmcflow.filter.phash import cluster_duplicates, hex_to_uint64, phash_hex
+from pmcflow.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,8 @@ def evaluate_rows(
                     v.reason, v.detail = bad
         batch.clear()
 
-    for row in rows:
+    # phash_chunk and filter_chunk log the counts and the time: no summary line of its own
+    for row in progress(rows, desc="filter: checks", unit="row", summary=False):
         v = RowVerdict(str(row["subfigure_uid"]), row.get("pmcid"))
         verdicts.append(v)
         bad = (
@@ -192,7 +194,8 @@ def find_duplicates(
     settings = C.FilterSettings.from_config(cfg)
     paths = list(phash_paths)
     cols = ["subfigure_uid", "chunk", "phash", "reason"]
-    parts = [pq.read_table(p, columns=cols) for p in paths]
+    reading = progress(paths, desc="find-duplicates: read", unit="chunk", summary=False)  # stats below
+    parts = [pq.read_table(p, columns=cols) for p in reading]
     table = pa.concat_tables(parts) if parts else S.PHASHES.empty_table().select(cols)
     cand = table.filter(pc.and_(pc.is_null(table["reason"]), pc.is_valid(table["phash"])))
     uids = cand["subfigure_uid"].to_pylist()
@@ -346,7 +349,9 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
     from pmcflow.config import config_from_args
     from pmcflow.workflow import log_to_file
 
-    log_to_file(args.log)
+    # Keep the level ``pmcflow -q/-v`` set (log_to_file reconfigures logging); INFO otherwise.
+    root = logging.getLogger()
+    log_to_file(args.log, level=root.level if root.handlers and root.level != logging.NOTSET else logging.INFO)
     return config_from_args(args)
 
 

@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from pmcflow.pmc.http import FetchError, HttpClient, HttpSettings, verify_file
 from pmcflow.pmc.media import XML_EXTENSIONS, MediaFilter, image_problem
 from pmcflow.pmc.select import Selection
 from pmcflow.pmc.transport import FileTransport, HttpTransport, Transport
+from pmcflow.progress import Progress, progress
 from pmcflow.tables import Rejections, counts_record, write_counts, write_json, write_table
 
 log = logging.getLogger("pmcflow.acquire")
@@ -145,9 +147,10 @@ def _enumerate_cloud(
     if mode == "inventory":
         key, refs = cloud.enumerate_inventory(backend.transport, c.get("inventory_manifest", ""), out_dir)
         info["inventory_manifest"] = key
-        return list(refs), info
+        return list(progress(refs, desc="list: inventory", unit="article", summary=False)), info
     if mode == "list-objects":
-        return list(cloud.enumerate_list_objects(backend.transport)), info
+        refs = cloud.enumerate_list_objects(backend.transport)
+        return list(progress(refs, desc="list: list-objects", unit="article", summary=False)), info
     specs = list(c.get("pmcids") or [])
     if c.get("pmcids_file"):
         specs += cloud.read_pmcids_file(c["pmcids_file"])
@@ -159,6 +162,7 @@ def _enumerate_cloud(
 
 def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None) -> dict:
     """Enumerate article versions, select, assign chunks; write listing/rejections/counts/chunks."""
+    t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sel = Selection.from_config(cfg.get("select"))
@@ -249,11 +253,12 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
     counts = counts_record(LIST_STAGE, n_in, len(candidates), rej.by_reason(), extra=info)
     write_counts(out / "counts.json", counts)
     log.info(
-        "listed %d article versions: %d kept in %d chunks, %d rejected",
+        "listed %d article versions: %d kept in %d chunks, %d rejected (%.1f s)",
         n_in,
         len(candidates),
         len(chunks),
         len(rej),
+        time.perf_counter() - t0,
     )
     return counts
 
@@ -549,19 +554,22 @@ def acquire_chunk(
     pending = Rejections(PENDING_STAGE, chunk)
     kept: list[dict[str, Any]] = []
     acquire = _acquire_cloud if backend.layout == "cloud" else _acquire_ftp
+    bar = Progress(len(rows), desc=f"acquire {chunk}", unit="article", summary=False)
     try:
-        for i, row in enumerate(rows):
-            try:
-                kept.append(acquire(ctx, row))
-            except Pending as e:
-                pending.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
-            except Rejected as e:
-                rej.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
-            except FetchError as e:  # anything not mapped to a more specific reason
-                target = pending if e.transient else rej
-                target.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
-            if (i + 1) % 100 == 0:
-                log.info("%s: %d/%d articles", chunk, i + 1, len(rows))
+        with bar:
+            for i, row in enumerate(rows):
+                try:
+                    kept.append(acquire(ctx, row))
+                except Pending as e:
+                    pending.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
+                except Rejected as e:
+                    rej.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
+                except FetchError as e:  # anything not mapped to a more specific reason
+                    target = pending if e.transient else rej
+                    target.add(row["article_uid"], e.reason, e.detail, pmcid=row["pmcid"])
+                bar.update()
+                if (i + 1) % 100 == 0 and not bar.shown:  # in a log; on a terminal the bar says it
+                    log.info("%s: %d/%d articles", chunk, i + 1, len(rows))
     finally:
         backend.close()
     write_table(kept, S.ACQUIRED, out / "articles.parquet")
@@ -583,13 +591,14 @@ def acquire_chunk(
     if transfer_path is not None:
         write_json(transfer_path, {"chunk": chunk, "source": backend.source, **transfer})
     log.info(
-        "%s: %d in, %d kept, %d rejected, %d pending retry, %d media failures",
+        "%s: %d in, %d kept, %d rejected, %d pending retry, %d media failures (%s)",
         chunk,
         len(rows),
         len(kept),
         len(rej),
         len(pending),
         len(ctx.media_rej),
+        bar.timing(),
     )
     if pending:
         log.warning(

@@ -36,6 +36,7 @@ from PIL import Image
 
 from pmcflow import __version__
 from pmcflow import tables as T
+from pmcflow.progress import progress
 from pmcflow.seeding import rng_for
 from pmcflow.synth.compose import FigureParams, compose, sample_figure
 from pmcflow.synth.sources import NoUsableSource, SourcePool, builtin_pool, pool_from_config
@@ -236,7 +237,8 @@ def render(
     failures: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     with T.atomic_open(out / "records.jsonl", "w", encoding="utf-8") as rec_fh:  # streamed: bounded memory
-        for i in indices:
+        desc = "render" if shard is None else f"render shard-{shard:04d}"
+        for i in progress(indices, desc=desc, unit="figure"):
             _render_into(i, seed, pool, width, height, params, out, compress_level, rec_fh, images, annotations, label_annotations, failed, failures)
     panels = len(annotations)
     elapsed = time.perf_counter() - t0
