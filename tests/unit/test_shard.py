@@ -425,3 +425,344 @@ def test_dataset_card_lets_hf_load_the_folder_as_is(toy: Path, tmp_path: Path) -
     shutil.copytree(out, copy)
     again = datasets.load_dataset(str(copy), cache_dir=str(tmp_path / "c2"))
     assert again["train"].num_rows == m["n_samples"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Header verification, the header sniff and the tar writer
+# ----------------------------------------------------------------------------------------------
+def _with_hashes(toy: Path, dest: Path, edit: dict[int, tuple[bytes, bool]] | None = None) -> Path:
+    """The toy dataset with ``crop_sha256`` recorded as decompose does; ``edit`` replaces crop ``i``
+    with other bytes, recording their hash (True) or no hash (False)."""
+    rows = pq.read_table(toy / "dataset.parquet").to_pylist()
+    dest.mkdir(parents=True, exist_ok=True)
+    for i, r in enumerate(rows):
+        data = (toy / r["crop_path"]).read_bytes()
+        recorded = True
+        if edit and i in edit:
+            data, recorded = edit[i]
+        path = dest / f"{i:03d}-{Path(r['crop_path']).name}"
+        path.write_bytes(data)
+        r["crop_path"] = str(path)
+        r["crop_sha256"] = hashlib.sha256(data).hexdigest() if recorded else None
+    write_table(rows, S.DATASET, dest / "dataset.parquet")
+    return dest / "dataset.parquet"
+
+
+def _run(dataset: Path, out: Path, **cfg: object) -> tuple[dict, dict]:
+    m = SH.shard_dataset({"splits": {"train": 1.0}, **cfg}, 5, [str(dataset)], str(out))
+    return m, read_counts(out / "counts.json")
+
+
+def test_verify_images_defaults_to_header() -> None:
+    assert SH.resolve_config({})["verify_images"] == "header"
+    assert SH.resolve_config({"verify_images": "decode"})["verify_images"] == "decode"
+
+
+def test_header_mode_trusts_the_recorded_hash_and_decodes_crops_without_one(
+    toy: Path, tmp_path: Path
+) -> None:
+    """A truncated crop whose bytes are the ones decompose hashed is kept under ``header`` (it was
+    decoded when decompose encoded it; nothing is decoded again), and rejected under ``decode``.
+    The same crop with no recorded hash is fully decoded - and rejected - whatever the setting."""
+    rows = pq.read_table(toy / "dataset.parquet").to_pylist()
+    png = next(i for i, r in enumerate(rows) if r["crop_path"].endswith(".png"))
+    good = (toy / rows[png]["crop_path"]).read_bytes()
+    truncated = good[: len(good) // 2]
+    n = len(rows)
+
+    hashed = _with_hashes(toy, tmp_path / "hashed", {png: (truncated, True)})
+    m, c = _run(hashed, tmp_path / "o-header")
+    assert c["kept"] == n and c["rejected"] == {} and c["extra"]["n_images_decoded"] == 0
+    m, c = _run(hashed, tmp_path / "o-decode", verify_images="decode")
+    assert c["kept"] == n - 1 and c["rejected"] == {"corrupt_image": 1}
+    assert c["extra"]["n_images_decoded"] == n - 1  # the rejected one failed while decoding
+
+    unhashed = _with_hashes(toy, tmp_path / "unhashed", {png: (truncated, False)})
+    for mode in ("header", "decode"):
+        m, c = _run(unhashed, tmp_path / f"u-{mode}", verify_images=mode)
+        assert c["kept"] == n - 1 and c["rejected"] == {"corrupt_image": 1}
+        # the 23 crops with a recorded hash are decoded only when asked to
+        assert c["extra"]["n_images_decoded"] == (0 if mode == "header" else n - 1)
+    rej = pl.read_parquet(tmp_path / "u-header" / "rejections.parquet")
+    assert rej["item_id"].to_list() == [rows[png]["subfigure_uid"]]
+
+
+def test_header_and_decode_give_byte_identical_shards(toy: Path, tmp_path: Path) -> None:
+    dataset = _with_hashes(toy, tmp_path / "d")
+    a, ca = _run(dataset, tmp_path / "a", max_samples_per_shard=7)
+    b, cb = _run(dataset, tmp_path / "b", max_samples_per_shard=7, verify_images="decode")
+    c, _ = _run(dataset, tmp_path / "c", max_samples_per_shard=7)
+    assert ca["extra"]["n_images_decoded"] == 0 and cb["extra"]["n_images_decoded"] == 24
+    shards = [s["sha256"] for s in a["splits"]["train"]["shards"]]
+    assert len(shards) == 4
+    assert shards == [s["sha256"] for s in b["splits"]["train"]["shards"]]
+    assert shards == [s["sha256"] for s in c["splits"]["train"]["shards"]]
+    for p in sorted((tmp_path / "a" / "train").glob("*.tar")):
+        assert p.read_bytes() == (tmp_path / "b" / "train" / p.name).read_bytes()
+
+
+def test_crop_bytes_are_hashed_once_and_image_sha256_is_the_recorded_one(
+    toy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset = _with_hashes(toy, tmp_path / "d")
+    rows = pq.read_table(dataset).to_pylist()
+    sizes = {Path(r["crop_path"]).stat().st_size for r in rows}
+    hashed: list[int] = []
+    real = hashlib.sha256
+
+    def counting(data: bytes = b"", **kw: object):  # noqa: ANN202 - hashlib's own type
+        if len(data) in sizes:
+            hashed.append(len(data))
+        return real(data, **kw)
+
+    monkeypatch.setattr(SH, "hashlib", Namespace(sha256=counting))
+    _run(dataset, tmp_path / "o")
+    assert len(hashed) == len(rows)  # one pass over each crop's bytes (the tar is hashed as written)
+    monkeypatch.undo()
+    idx = {
+        r["subfigure_uid"]: r["image_sha256"]
+        for r in pq.read_table(tmp_path / "o" / "index.parquet").to_pylist()
+    }
+    assert idx == {r["subfigure_uid"]: r["crop_sha256"] for r in rows}
+
+
+def _encode(img: Image.Image, fmt: str, **kw: object) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format=fmt, **kw)
+    return buf.getvalue()
+
+
+def _png_with_ihdr(data: bytes, **fields: int) -> bytes:
+    """``data`` (a PNG) with IHDR fields replaced and the chunk's CRC recomputed."""
+    import struct
+    import zlib
+
+    names = ("width", "height", "depth", "colour", "compression", "filter", "interlace")
+    values = dict(zip(names, struct.unpack_from(">IIBBBBB", data, 16), strict=True))
+    values.update(fields)
+    body = b"IHDR" + struct.pack(">IIBBBBB", *(values[n] for n in names))
+    return data[:12] + body + zlib.crc32(body).to_bytes(4, "big") + data[33:]
+
+
+def _sniff_cases() -> dict[str, bytes]:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    photo = Image.fromarray(rng.integers(0, 255, (37, 53, 3), dtype=np.uint8))
+    grey = photo.convert("L")
+    cases = {
+        "png-rgb": _encode(photo, "PNG"),
+        "png-rgba": _encode(photo.convert("RGBA"), "PNG"),
+        "png-l": _encode(grey, "PNG"),
+        "png-la": _encode(photo.convert("LA"), "PNG"),
+        "png-1": _encode(grey.convert("1"), "PNG"),
+        "png-p": _encode(photo.convert("P"), "PNG"),
+        "png-i16": _encode(grey.convert("I;16"), "PNG"),
+        "png-1x1": _encode(Image.new("RGB", (1, 1)), "PNG"),
+        "png-with-text": _encode(photo, "PNG", pnginfo=_pnginfo()),
+        "jpeg-rgb-444": _encode(photo, "JPEG", quality=95, subsampling=0),
+        "jpeg-rgb-420": _encode(photo, "JPEG", quality=75, subsampling=2),
+        "jpeg-grey": _encode(grey, "JPEG"),
+        "jpeg-cmyk": _encode(photo.convert("CMYK"), "JPEG"),
+        "jpeg-progressive": _encode(photo, "JPEG", progressive=True),
+        "jpeg-progressive-grey": _encode(grey, "JPEG", progressive=True, optimize=True),
+        "jpeg-optimized": _encode(photo, "JPEG", optimize=True),
+        "jpeg-restart-markers": _encode(photo, "JPEG", restart_marker_rows=1),
+        "jpeg-comment-icc-exif": _encode(
+            photo, "JPEG", comment=b"a comment", icc_profile=b"\x00" * 300, exif=Image.Exif().tobytes()
+        ),
+        "jpeg-wide": _encode(Image.new("RGB", (4000, 3)), "JPEG"),
+    }
+    # Sizes Pillow reports from the header alone, with no pixels behind them.
+    cases["png-interlaced-header"] = _png_with_ihdr(cases["png-rgb"], interlace=1)
+    cases["png-huge-header"] = _png_with_ihdr(cases["png-l"], width=123_456, height=7)
+    return cases
+
+
+def _pnginfo():  # noqa: ANN202
+    from PIL import PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", "pmcflow test")
+    return info
+
+
+@pytest.mark.parametrize("name", sorted(_sniff_cases()))
+def test_header_sniff_agrees_with_pillow(name: str) -> None:
+    data = _sniff_cases()[name]
+    with Image.open(io.BytesIO(data)) as img:
+        want = (img.format, *img.size)
+    assert SH.sniff_image(data) == want
+
+
+def test_header_sniff_agrees_with_pillow_on_real_crops(toy: Path) -> None:
+    n = 0
+    for path in sorted((toy / "crops").iterdir()):
+        data = path.read_bytes()
+        with Image.open(path) as img:
+            assert SH.sniff_image(data) == (img.format, *img.size)
+        n += 1
+    assert n == 24
+
+
+def test_header_sniff_declines_what_it_cannot_vouch_for() -> None:
+    img = Image.new("RGB", (20, 10), (1, 2, 3))
+    png, jpeg = _encode(img, "PNG"), _encode(img, "JPEG")
+    for fmt in ("WEBP", "TIFF", "GIF", "BMP"):
+        assert SH.sniff_image(_encode(img, fmt)) is None  # Pillow identifies these
+    mpo = _encode(img, "MPO", save_all=True, append_images=[img.rotate(90)])
+    assert SH.sniff_image(mpo) is None and Image.open(io.BytesIO(mpo)).format == "MPO"
+    bad_crc = bytearray(png)
+    bad_crc[30] ^= 0xFF
+    bad_depth = _png_with_ihdr(png, depth=5)  # colour type 2 with depth 5 does not exist
+    zero = _png_with_ihdr(png, width=0)
+    for data in (b"", b"not an image", png[:8], png[:32], bytes(bad_crc), bad_depth, zero, jpeg[:2]):
+        assert SH.sniff_image(data) is None
+    # Frame headers Pillow refuses (12-bit samples, 2 components): no answer either.
+    sof = jpeg.index(b"\xff\xc0")
+    for offset, value in ((4, 12), (9, 2)):
+        odd = bytearray(jpeg)
+        odd[sof + offset] = value
+        with pytest.raises(OSError):
+            Image.open(io.BytesIO(bytes(odd)))
+        assert SH.sniff_image(bytes(odd)) is None
+    # A JPEG header cut anywhere before the start of scan: no answer, never a wrong one.
+    sos = jpeg.index(b"\xff\xda")
+    assert all(SH.sniff_image(jpeg[:k]) is None for k in range(sos))
+    assert SH.sniff_image(jpeg[: sos + 4]) == ("JPEG", 20, 10)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_header_sniff_never_contradicts_pillow_on_mutated_headers() -> None:
+    """Seeded single-byte mutations of PNG and JPEG headers: whenever the sniff answers and Pillow
+    opens the file, both report the same format and size."""
+    import random
+
+    rnd = random.Random(7)
+    cases = _sniff_cases()
+    n_answered = 0
+    for name in ("png-rgb", "jpeg-rgb-444", "jpeg-progressive", "jpeg-comment-icc-exif", "jpeg-cmyk"):
+        base = cases[name]
+        head = base.index(b"IDAT") if name.startswith("png") else base.index(b"\xff\xda") + 4
+        for _ in range(150):
+            data = bytearray(base)
+            data[rnd.randrange(head)] = rnd.randrange(256)
+            got = SH.sniff_image(bytes(data))
+            if got is None:
+                continue
+            n_answered += 1
+            try:
+                with Image.open(io.BytesIO(bytes(data))) as img:
+                    want = (img.format, *img.size)
+            except Exception:  # noqa: BLE001 - Pillow refusing is fine; contradicting is not
+                continue
+            assert got == want, name
+    assert n_answered > 100
+
+
+def test_prepare_image_header_and_decode() -> None:
+    img = Image.new("RGB", (30, 20), (9, 9, 9))
+    png = _encode(img, "PNG")
+    p = SH.prepare_image(png, verify="header")
+    assert (p.ext, p.source_format, p.width, p.height, p.decoded, p.reencoded) == (
+        "png",
+        "PNG",
+        30,
+        20,
+        False,
+        False,
+    )
+    assert p.data is png
+    assert SH.prepare_image(png).decoded  # the function's own default decodes
+    # Header mode identifies; only decoding notices the missing pixel data.
+    assert SH.prepare_image(png[:60], verify="header").width == 30
+    with pytest.raises(SH.ImageReject, match="corrupt_image"):
+        SH.prepare_image(png[:60], verify="decode")
+    with pytest.raises(SH.ImageReject) as exc:
+        SH.prepare_image(png, verify="header", max_pixels=599)
+    assert exc.value.reason == "image_too_large"
+    # Formats the sniff leaves alone: WEBP identified by Pillow, TIFF re-encoded (so decoded).
+    webp = SH.prepare_image(_encode(img, "WEBP"), verify="header")
+    assert (webp.ext, webp.decoded) == ("webp", False)
+    tif = SH.prepare_image(_encode(img, "TIFF"), verify="header")
+    assert (tif.ext, tif.source_format, tif.reencoded, tif.decoded) == ("png", "TIFF", True, True)
+
+
+@pytest.mark.parametrize(
+    ("name", "size", "mtime"),
+    [
+        ("a.json", 0, 0),
+        ("PMC1_1_F1_s0-0123456789.png", 123_457, 0),
+        ("x" * 96 + ".txt", 511, 1_700_000_000),  # exactly 100 bytes
+        ("é-ü.txt", 512, 7),
+        ("y" * 120 + ".json", 10, 0),  # a GNU long name: through tarfile
+        ("big.png", 9 * 2**30, 0),  # beyond 11 octal digits: through tarfile
+    ],
+)
+def test_tar_header_is_what_tarfile_writes(name: str, size: int, mtime: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode, info.uname, info.gname = size, mtime, 0o644, "", ""
+    assert SH.tar_header(name, size, mtime) == info.tobuf(
+        tarfile.GNU_FORMAT, tarfile.ENCODING, "surrogateescape"
+    )
+
+
+def _members(n: int) -> list[tuple[str, bytes]]:
+    import random
+
+    rnd = random.Random(n)
+    return [
+        (f"k{i:04d}.{ext}", rnd.randbytes(rnd.randrange(0, 3000)))
+        for i in range(n)
+        for ext in ("png", "json")
+    ]
+
+
+def test_atomic_tar_writer_matches_tarfile_and_accounts_exactly(tmp_path: Path) -> None:
+    members = _members(40)
+    ref = io.BytesIO()
+    with tarfile.open(fileobj=ref, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.uname, info.gname = len(data), 0o644, "", ""
+            tf.addfile(info, io.BytesIO(data))
+    w = SH.AtomicTarWriter(tmp_path / "t.tar")
+    for name, data in members:
+        w.add(name, data)
+    assert w.members_bytes == sum(SH.tar_member_size(len(d)) for _, d in members)
+    assert not (tmp_path / "t.tar").exists()  # only the hidden temporary, until commit
+    sha, size = w.commit()
+    out = (tmp_path / "t.tar").read_bytes()
+    assert out == ref.getvalue()
+    assert size == len(out) == SH.tar_file_size(w.members_bytes) and sha == hashlib.sha256(out).hexdigest()
+    assert [p.name for p in tmp_path.iterdir()] == ["t.tar"]
+
+
+def test_atomic_tar_writer_survives_partial_writes_and_aborts_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    members = _members(30)
+    w = SH.AtomicTarWriter(tmp_path / "full.tar")
+    for name, data in members:
+        w.add(name, data)
+    w.commit()
+    real = SH.os.writev
+    calls = {"n": 0}
+
+    def short_writev(fd: int, bufs: list) -> int:  # the kernel may write less than asked
+        calls["n"] += 1
+        data = b"".join(bytes(b) for b in bufs)
+        return real(fd, [data[: max(1, len(data) // 3 - 17)]])
+
+    monkeypatch.setattr(SH.os, "writev", short_writev)
+    monkeypatch.setattr(SH.AtomicTarWriter, "FLUSH_BYTES", 4096)
+    w = SH.AtomicTarWriter(tmp_path / "short.tar")
+    for name, data in members:
+        w.add(name, data)
+    sha, size = w.commit()
+    assert calls["n"] > 20
+    assert (tmp_path / "short.tar").read_bytes() == (tmp_path / "full.tar").read_bytes()
+    w = SH.AtomicTarWriter(tmp_path / "aborted.tar")
+    w.add("a.txt", b"x" * 10_000)
+    w.abort()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full.tar", "short.tar"]
