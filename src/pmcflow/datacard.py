@@ -21,6 +21,8 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
+from pmcflow import schema as S
+
 CITATION = """\
 Open-PMC-18M (the recipe this dataset follows):
   Negin Baghbanzadeh, Mohammed Saidul Islam, Sajad Ashkezari, Elham Dolatabadi, Arash Afkanpour.
@@ -92,8 +94,12 @@ def hf_features(json_schema: pa.Schema, image_exts: Sequence[str]) -> list[dict[
         {"name": "__url__", "dtype": "string"},
     ]
     feats += [{"name": ext, "dtype": "image"} for ext in sorted(set(image_exts))]
-    feats.append({"name": "json", "struct": [_feature(f.name, f.type) for f in json_schema]})
-    feats.append({"name": "txt", "dtype": "string"})
+    # Then the sample's other members (pmcflow.schema.SAMPLE_MEMBERS): json, txt, <field>.txt ...
+    for member in S.SAMPLE_MEMBERS:
+        if member == "json":
+            feats.append({"name": "json", "struct": [_feature(f.name, f.type) for f in json_schema]})
+        else:
+            feats.append({"name": member, "dtype": "string"})
     return feats
 
 
@@ -163,7 +169,8 @@ def dataset_card(
         'ds = load_dataset("path/to/this/folder")           # splits and features from this card',
         "```",
         "",
-        "The tars are plain WebDataset shards (`<key>.<image ext>`, `<key>.json`, `<key>.txt`):",
+        "The tars are plain WebDataset shards (`<key>.<image ext>`, `<key>.json`, `<key>.txt`, and one",
+        f"`<key>.<field>.txt` per text field: {', '.join(f'`{m}`' for m in S.SAMPLE_MEMBERS[2:])}):",
         "`webdataset` and `open_clip_train` read them as they are (`<split>/sizes.json` holds the",
         "sample counts open_clip asks for); `index.parquet` lists every sample with its shard.",
         "",
@@ -195,8 +202,17 @@ def dataset_card(
         "## Text",
         "",
         f"`txt` is `json.text`: the fields {list(cfg.get('text_fields') or [])} joined with "
-        f"{json.dumps(cfg.get('text_separator', ' '))}. Each field is also kept on its own in the json",
-        "(`caption`, `subcaption`, `summary`, ...), so another composition needs no re-sharding.",
+        f"{json.dumps(cfg.get('text_separator', ' '))} (a field equal to the previous one is not repeated).",
+        "Each text field is also a member of its own in every sample, cleaned and whitespace-collapsed",
+        "as it is for `txt` and empty when the field is null:",
+        "",
+        *_table(
+            ["member", "field"],
+            [[f"`{S.text_member(f)}`", f"`{f}`"] for f in S.SAMPLE_TEXT_FIELDS],
+        ),
+        "",
+        "so another composition needs no re-sharding: join the members you want (pmcflow's",
+        "`train.text_fields` does it at load time). The raw fields are in the json as well.",
         "",
         "## Fields of `json`",
         "",

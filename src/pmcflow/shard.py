@@ -3,7 +3,8 @@
 Input: one or more DATASET Parquet files (:data:`pmcflow.schema.DATASET`), the subfigure rows kept by
 the filter stage.  Output (``out_dir``)::
 
-    train/train-000000.tar ...   WebDataset shards: <key>.jpg|png|webp, <key>.json, <key>.txt
+    train/train-000000.tar ...   WebDataset shards: <key>.jpg|png|webp, <key>.json, <key>.txt,
+                                 <key>.<field>.txt per text field (:data:`pmcflow.schema.SAMPLE_MEMBERS`)
     train/sizes.json             {"train-000000.tar": n, ...}  (open_clip's --train-num-samples source)
     val/...  test/...            the same per split (a split with no samples has no tar, sizes.json {})
     index.parquet                one row per sample (:data:`pmcflow.schema.SHARD_INDEX`)
@@ -32,6 +33,10 @@ Guarantees
 * **Atomic.**  Each tar is written to a hidden temporary name in the same directory (hashed as it
   is written), fsynced and renamed; an interrupted shard is never visible under its final name.
   ``manifest.json`` is written last.
+* **One sample format.**  Every sample has the same members (:data:`pmcflow.schema.SAMPLE_MEMBERS`,
+  plus its one image): ``.txt`` is the composed text (``text_fields``), and each text column of
+  :data:`pmcflow.schema.SAMPLE_TEXT_FIELDS` is also a member of its own (``<key>.subcaption.txt``
+  ...; empty when null), so another composition is made at load time, without re-sharding.
 * **Nothing dropped silently.**  Missing or corrupt crops, empty texts, duplicate uids and
   unsupported formats become rejection rows.
 """
@@ -156,12 +161,19 @@ def compose_text(
     Each field is normalised (pmcflow.textclean: NFC, no control characters) and its whitespace
     collapsed, whatever an upstream stage let through.
     """
+    return join_texts([field_text(row.get(name)) for name in fields], separator, max_chars)
+
+
+def field_text(value: Any) -> str:
+    """One text field as :func:`compose_text` uses it (and its ``<key>.<field>.txt`` member holds
+    it): cleaned, whitespace collapsed; "" for None."""
+    return "" if value is None else " ".join((clean_text(str(value)) or "").split())
+
+
+def join_texts(texts: Sequence[str], separator: str, max_chars: int | None = None) -> str:
+    """:func:`compose_text`'s join of already cleaned fields (:func:`field_text`)."""
     parts: list[str] = []
-    for name in fields:
-        value = row.get(name)
-        if value is None:
-            continue
-        text = " ".join((clean_text(str(value)) or "").split())
+    for text in texts:
         if text and (not parts or parts[-1] != text):
             parts.append(text)
     out = separator.join(parts)
@@ -601,6 +613,7 @@ def _shard_into(
     max_bytes = None if cfg["max_bytes_per_shard"] is None else int(cfg["max_bytes_per_shard"])
     verify_images, other_formats = cfg["verify_images"], cfg["other_formats"]
     max_pixels, text_fields = cfg["max_image_pixels"], list(cfg["text_fields"])
+    separator, max_chars = cfg["text_separator"], cfg["text_max_chars"]
 
     for state in states.values():
         state.directory.mkdir(parents=True, exist_ok=True)
@@ -613,7 +626,14 @@ def _shard_into(
             for row in _rows(table, order):
                 uid = str(row["subfigure_uid"])
                 pmcid = row.get("pmcid")
-                text = compose_text(row, cfg["text_fields"], cfg["text_separator"], cfg["text_max_chars"])
+                # Each text field cleaned once: its own member, and (joined) the composed .txt.
+                fields = [field_text(row.get(f)) for f in S.SAMPLE_TEXT_FIELDS]
+                cleaned = dict(zip(S.SAMPLE_TEXT_FIELDS, fields, strict=True))
+                text = join_texts(
+                    [cleaned[f] if f in cleaned else field_text(row.get(f)) for f in text_fields],
+                    separator,
+                    max_chars,
+                )
                 if not text:
                     rejections.add(uid, "empty_text", f"all of {cfg['text_fields']} empty", pmcid)
                     continue
@@ -646,6 +666,7 @@ def _shard_into(
 
                 key = sample_key(uid)
                 text_bytes = text.encode("utf-8")
+                field_bytes = [t.encode("utf-8") for t in fields]
                 # The bytes hashed above are the image member unless they were re-encoded.
                 image_sha = (
                     digest if digest and not payload.reencoded else hashlib.sha256(payload.data).hexdigest()
@@ -674,6 +695,7 @@ def _shard_into(
                     tar_member_size(len(payload.data))
                     + tar_member_size(len(meta_bytes))
                     + tar_member_size(len(text_bytes))
+                    + sum(tar_member_size(len(b)) for b in field_bytes)
                 )
                 if w is not None and (
                     (max_samples is not None and w.count >= max_samples)
@@ -686,7 +708,13 @@ def _shard_into(
                 if w is None:
                     w = state.writer = AtomicTarWriter(state.directory / meta["shard"], cfg["mtime"])
                 # Members of one sample are contiguous and in a fixed order.
-                w.add_sample(key, ((payload.ext, payload.data), ("json", meta_bytes), ("txt", text_bytes)))
+                w.add_sample(
+                    key,
+                    (
+                        (payload.ext, payload.data),
+                        *zip(S.SAMPLE_MEMBERS, (meta_bytes, text_bytes, *field_bytes), strict=True),
+                    ),
+                )
                 state.n_samples += 1
                 n_decoded += int(payload.decoded)
                 format_counts[payload.ext] += 1
@@ -816,6 +844,7 @@ def hf_webdataset_features(tar_paths: Sequence[str | os.PathLike[str]], max_samp
     feats.update({ext: datasets.Image() for ext in sorted(exts)})
     feats["txt"] = datasets.Value("string")
     feats["json"] = as_struct["json"]
+    feats.update({m: datasets.Value("string") for m in S.SAMPLE_MEMBERS if m not in ("json", "txt")})
     return datasets.Features(feats)
 
 

@@ -226,3 +226,87 @@ def test_launch_seeds_the_webdataset_sample_shuffle(monkeypatch):
     assert first[0] != first[1]  # a new order each epoch
     assert first != other
     assert sorted(first[0]) == list(range(200))  # a permutation: nothing dropped
+
+
+def test_load_time_text_composition_tokenizes_the_chosen_fields(monkeypatch, tmp_path: Path) -> None:
+    """train.text_fields=[subcaption]: open_clip's own webdataset pipeline tokenizes each sample's
+    subcaption member, not the sharded .txt (subcaption + summary), for train and val alike."""
+    from argparse import Namespace
+
+    import open_clip
+    import webdataset as wds
+    from open_clip_train.data import get_wds_dataset
+    from pmcflow_testing.encoder_toydata import make_toy_dataset
+    from torchvision import transforms as T
+
+    from pmcflow import shard as SH
+    from pmcflow.encoders import launch
+
+    # the config key reaches the launcher as launch-only arguments open_clip never sees
+    cfg = TR.resolve_config({"text_fields": ["subcaption"]})
+    cmd = TR.build_command(
+        cfg, model_id="tiny", train_urls="/s/t.tar", n_train=8, n_train_shards=1, val_urls=None, n_val=0,
+        logs_dir="/l", name="run", seed=0,
+    )  # fmt: skip
+    rest, fields, sep = launch.pop_text_args(cmd[3:])
+    assert fields == ["subcaption"] and sep == " " and rest == TR.build_command(
+        TR.resolve_config({}), model_id="tiny", train_urls="/s/t.tar", n_train=8, n_train_shards=1,
+        val_urls=None, n_val=0, logs_dir="/l", name="run", seed=0,
+    )[3:]  # fmt: skip
+    assert launch.pop_text_args(["--seed", "1"]) == (["--seed", "1"], None, " ")
+    with pytest.raises(TR.TrainError, match="text_fields"):
+        TR.resolve_config({"text_fields": ["caption_title"]})
+
+    toy = tmp_path / "toy"
+    make_toy_dataset(toy, n_per_class=4, seed=3, size=32)
+    m = SH.shard_dataset(
+        {"splits": {"train": 0.7, "test": 0.3}, "max_samples_per_shard": 5}, 11,
+        [str(toy / "dataset.parquet")], str(tmp_path / "s"), base_dir=str(toy),
+    )  # fmt: skip
+    meta = {}
+    for s in wds.WebDataset(m["splits"]["train"]["urls"], shardshuffle=False).decode():
+        meta[s["__key__"]] = s["json"]
+    want = sorted(r["subcaption"] for r in meta.values())
+    assert want != sorted(r["text"] for r in meta.values())  # the .txt is something else
+
+    monkeypatch.setattr(wds, "rename", wds.rename)  # restored after the test
+    monkeypatch.setattr(wds.filters, "rename", wds.filters.rename)
+    monkeypatch.setattr(wds, "shuffle", wds.shuffle)
+    monkeypatch.setattr(wds.filters, "shuffle", wds.filters.shuffle)
+    launch.install(0)
+    launch.install_text(fields, sep)
+
+    base = open_clip.get_tokenizer("ViT-B-32")
+    seen: list[str] = []
+
+    def tokenizer(text: str):  # type: ignore[no-untyped-def]
+        seen.append(text)
+        return base(text)
+
+    args = Namespace(
+        train_data=m["splits"]["train"]["urls"], val_data=m["splits"]["test"]["urls"], train_num_samples=None,
+        val_num_samples=None, dataset_resampled=False, train_data_upsampling_factors=None, seed=0,
+        batch_size=4, workers=0, world_size=1,
+    )  # fmt: skip
+    data = get_wds_dataset(args, T.Compose([T.Resize((16, 16)), T.ToTensor()]), is_train=True, epoch=0,
+                           tokenizer=tokenizer)  # fmt: skip
+    tokens = [t for _, texts in data.dataloader for t in texts]
+    assert sorted(seen) == want and len(tokens) == len(want)
+    by_text = {s: base(s)[0] for s in want}
+    assert all(any(bool((t == v).all()) for v in by_text.values()) for t in tokens)
+    seen.clear()
+    val = get_wds_dataset(args, T.Compose([T.Resize((16, 16)), T.ToTensor()]), is_train=False,
+                          tokenizer=tokenizer)  # fmt: skip
+    assert sum(b[0].shape[0] for b in val.dataloader) == m["splits"]["test"]["n_samples"]
+    test_subs = sorted(
+        s["json"]["subcaption"]
+        for s in wds.WebDataset(m["splits"]["test"]["urls"], shardshuffle=False).decode()
+    )
+    assert sorted(seen) == test_subs
+
+    # an empty composition skips the sample (shared_text is null in the toy data)
+    stage = launch.compose_stage(["shared_text", "subcaption"], " | ")
+    out = list(stage(iter([{"shared_text.txt": b"", "subcaption.txt": b"(a) CT", "txt": "old"},
+                           {"shared_text.txt": "", "subcaption.txt": "", "txt": "old"},
+                           {"shared_text.txt": "Lead.", "subcaption.txt": "(b)  MRI", "txt": "old"}])))  # fmt: skip
+    assert [s["txt"] for s in out] == ["(a) CT", "Lead. | (b) MRI"]

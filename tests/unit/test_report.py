@@ -83,6 +83,7 @@ def test_rejections_deduplicated_with_examples(early: Results) -> None:
         sections.funnel,
         sections.composition,
         sections.text_lengths,
+        sections.tokenized_lengths,
         sections.examples,
         sections.detector_metrics,
         sections.detector_pr,
@@ -546,3 +547,90 @@ def test_modality_classifier_accuracy_with_chance_and_provenance(tmp_path: Path)
         results_dir=tmp_path, workdir=tmp_path, config={"filter": {"modality": {"checkpoint": "m/model.pt"}}}
     )
     assert prov.modality_record(custom)[0].kind == prov.CONFIGURED
+
+
+# ------------------------------------------------------------------------------------------------
+# Token lengths with the configured encoder's tokenizer
+# ------------------------------------------------------------------------------------------------
+def _dataset_rows(subcaptions: list[str], summaries: list[str | None]) -> list[dict[str, object]]:
+    rows = []
+    for i, (sub, summ) in enumerate(zip(subcaptions, summaries, strict=True)):
+        uid = f"PMC{i}.1/fig1/s0"
+        rows.append(
+            {"subfigure_uid": uid, "figure_uid": f"PMC{i}.1/fig1", "article_uid": f"PMC{i}.1",
+             "pmcid": f"PMC{i}", "version": 1, "chunk": "c0", "subcaption": sub, "summary": summ,
+             "caption": f"Figure 1. {sub}", "figure_label": "Figure 1"}
+        )  # fmt: skip
+    return rows
+
+
+def test_tokenized_lengths_show_the_truncated_share(tmp_path: Path) -> None:
+    """CLIP BPE reads "a" as one token, plus start and end: n words = n + 2 tokens; ViT-B-32 reads 77.
+    Subcaptions of 10, 75, 76 and 200 words: 12, 77 (fits), 78 and 202 tokens: 2 of 4 truncated."""
+    import open_clip
+
+    r = tmp_path / "results"
+    subs = [" ".join(["a"] * n) for n in (10, 75, 76, 200)]
+    summaries = [" ".join(["b"] * 80), None, None, "b  b"]
+    T.write_table(_dataset_rows(subs, summaries), S.DATASET, r / "filter/c0/dataset.parquet")
+    cfg = {"train": {"model": "ViT-B-32"}, "shard": {"text_fields": ["subcaption", "summary"]}}
+    res = Results(results_dir=r, workdir=tmp_path, config=cfg)
+
+    tok = load.text_tokenizer(res)
+    assert (tok.model, tok.context_length, tok.fallback) == ("ViT-B-32", 77, None)
+    ref = open_clip.get_tokenizer("ViT-B-32")
+    for text in subs:  # the count is what the model's tokenizer would write before cutting
+        ids = ref(text)[0]
+        assert (tok.count(text) >= 77) == bool(ids[-1] != 0)  # a full row: cut, or exactly full
+        assert min(tok.count(text), 77) == int((ids != 0).sum())
+
+    data = load.tokenizer_lengths(res)
+    assert data is not None
+    assert data["lengths"]["subcaption"] == [12, 77, 78, 202]
+    assert data["lengths"]["summary"] == [82, 4] and data["empty"]["summary"] == 2
+    sub = load.truncation(data["lengths"]["subcaption"], 77)
+    assert (sub["truncated"], sub["share_truncated"], sub["max"]) == (2, 0.5, 202)
+    # the composed .txt (shard config: subcaption + summary) of the first sample: 10 + 80 words
+    assert data["lengths"]["txt"][0] == 92 and data["texts"]["txt"][1] == subs[1]
+
+    parts = sections.tokenized_lengths(res)
+    assert isinstance(parts[-1], html.Png)  # the histograms
+    text = _html(parts)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", text)]
+    rows = {c[0]: c for c in cells if c and c[0].startswith("&lt;key&gt;")}
+    assert rows["&lt;key&gt;.subcaption.txt"][-2:] == ["2", "50.0%"]
+    assert rows["&lt;key&gt;.summary.txt"][1:3] == ["2", "50.0%"]  # 2 non-empty, half empty
+    assert rows["&lt;key&gt;.summary.txt"][-2:] == ["1", "50.0%"]
+    assert rows["&lt;key&gt;.figure_label.txt"][-2:] == ["0", "0.0%"]
+    txt = next(v for k, v in rows.items() if k.startswith("&lt;key&gt;.txt"))
+    assert txt[-2:] == ["3", "75.0%"]  # 92, 77 (75 words, no summary), 78, 202 + 2
+    assert "context length 77" in text and "ViT-B-32" in text and "Not the model" not in text
+
+
+def test_tokenized_lengths_use_the_shard_index_text_and_say_when_falling_back(tmp_path: Path) -> None:
+    r = tmp_path / "results"
+    subs = [" ".join(["a"] * n) for n in (3, 300)]
+    rows = _dataset_rows(subs, [None, None])
+    T.write_table(rows, S.DATASET, r / "filter/c0/dataset.parquet")
+    index = [
+        {"key": f"k{i}", "split": "train", "shard": "train-000000.tar", "subfigure_uid": row["subfigure_uid"],
+         "article_uid": row["article_uid"], "pmcid": row["pmcid"], "text": "x y" if i else "only this"}
+        for i, row in enumerate(rows[:1] + rows[1:])
+    ]  # fmt: skip
+    T.write_table(index[:1], S.SHARD_INDEX, r / "shards/index.parquet")  # only the first was sharded
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "open_clip_config.json").write_text(
+        json.dumps(
+            {"model_cfg": {"text_cfg": {"hf_tokenizer_name": "no-such-org/not-cached", "context_length": 5}}}
+        )
+    )
+    res = Results(results_dir=r, workdir=tmp_path, config={"train": {"model": f"local-dir:{model}"}})
+    data = load.tokenizer_lengths(res)
+    assert data is not None and data["texts"]["n_samples"] == 1  # the sharded samples only
+    assert data["texts"]["txt"] == ["only this"] and data["lengths"]["subcaption"] == [5]
+    tok = data["tokenizer"]
+    assert tok.context_length == 5 and tok.fallback and "no-such-org/not-cached" in tok.fallback
+    text = _html(sections.tokenized_lengths(res))
+    assert "Not the model&#x27;s own tokenizer" in text or "Not the model's own tokenizer" in text
+    assert "context length 5" in text

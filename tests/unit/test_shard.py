@@ -87,6 +87,62 @@ def test_original_bytes_text_and_provenance(toy: Path, tmp_path: Path) -> None:
     assert seen == 24
 
 
+def test_every_sample_has_every_text_member(toy: Path, tmp_path: Path) -> None:
+    """``<key>.txt`` is the composed text (unchanged); each text field is a member of its own, cleaned
+    as compose_text cleans it, empty when null; every sample has the same members in the same order."""
+    rows = pq.read_table(toy / "dataset.parquet").to_pylist()
+    for i, r in enumerate(rows):  # a messy shared_text on every other row, null on the rest
+        r["shared_text"] = f"Shared \t lead\n {i}.\x85" if i % 2 else None
+        r["crop_path"] = str(toy / r["crop_path"])
+    write_table(rows, S.DATASET, tmp_path / "dataset.parquet")
+    SH.shard_dataset(
+        {"splits": SPLITS, "max_samples_per_shard": 5, "text_fields": ["subcaption", "summary"],
+         "text_separator": " | "},
+        11, [str(tmp_path / "dataset.parquet")], str(tmp_path / "s"),
+    )  # fmt: skip
+    src = {r["subfigure_uid"]: r for r in rows}
+    seen = 0
+    for tar_path in sorted((tmp_path / "s").glob("*/*.tar")):
+        with tarfile.open(tar_path) as tf:
+            names = tf.getnames()
+            data = {m.name: tf.extractfile(m).read() for m in tf.getmembers()}
+        per_key: dict[str, list[str]] = {}
+        for name in names:
+            key, ext = name.split(".", 1)
+            per_key.setdefault(key, []).append(ext)
+        for key, exts in per_key.items():
+            meta = json.loads(data[f"{key}.json"])
+            row = src[meta["subfigure_uid"]]
+            # image first, then json, txt and one member per text field, in schema order
+            assert exts == [meta["image_ext"], *S.SAMPLE_MEMBERS]
+            assert [e for e in exts if e.endswith(".txt")] == [f"{f}.txt" for f in S.SAMPLE_TEXT_FIELDS]
+            assert data[f"{key}.txt"].decode() == f"{row['subcaption']} | {row['summary']}"  # unchanged
+            for f in S.SAMPLE_TEXT_FIELDS:
+                got = data[f"{key}.{f}.txt"].decode()
+                assert got == SH.compose_text(row, [f], " ")
+                assert got == ("" if row.get(f) is None else " ".join(str(row[f]).split()).replace("\x85", ""))
+            i = rows.index(row)
+            assert data[f"{key}.shared_text.txt"].decode() == (f"Shared lead {i}." if i % 2 else "")
+            assert data[f"{key}.subcaption.txt"].decode() == row["subcaption"]
+            seen += 1
+    assert seen == len(rows)
+
+
+def test_sample_members_are_defined_once_in_the_schema() -> None:
+    names = set(S.DATASET.names)
+    assert set(S.SAMPLE_TEXT_FIELDS) <= names
+    assert all(S.DATASET.field(f).type == pa.string() for f in S.SAMPLE_TEXT_FIELDS)
+    # every text_fields choice that is a dataset column has its member
+    from pmcflow.config import load_schema
+
+    shard_props = load_schema()["properties"]["shard"]["properties"]
+    allowed = set(shard_props["text_fields"]["items"]["enum"])
+    assert allowed & names == set(S.SAMPLE_TEXT_FIELDS)
+    assert S.SAMPLE_MEMBERS[:2] == ("json", "txt") and S.text_member("subcaption") == "subcaption.txt"
+    with pytest.raises(KeyError):
+        S.text_member("caption_title")
+
+
 def test_text_field_ablations() -> None:
     row = {
         "subcaption": "(a) CT of the chest.",
@@ -297,6 +353,10 @@ def test_plain_webdataset_reads_shards(toy: Path, tmp_path: Path) -> None:
         assert isinstance(img, Image.Image) and img.width > 0
         assert isinstance(s["txt"], str) and s["txt"]
         assert s["json"]["key"] == s["__key__"]
+        # the per-field members, decoded as text by their last extension
+        assert s["subcaption.txt"] == s["json"]["subcaption"] and s["subcaption.txt"]
+        assert s["shared_text.txt"] == ""  # null in the toy data: present, empty
+        assert set(S.SAMPLE_MEMBERS) <= set(s)
 
 
 def test_open_clip_train_pipeline_reads_shards(toy: Path, tmp_path: Path) -> None:
@@ -368,6 +428,8 @@ def test_hf_datasets_loads_index_and_tars(toy: Path, tmp_path: Path) -> None:
         image = row["jpg"] if row["jpg"] is not None else row["png"]
         assert image is not None and image.width > 0
         assert row["json"]["key"] == row["__key__"] and row["txt"] == row["json"]["text"]
+        assert row["subcaption.txt"] == row["json"]["subcaption"] and row["summary.txt"] == row["json"]["summary"]
+        assert row["shared_text.txt"] == ""
 
 
 def test_meta_json_never_contains_nan() -> None:
@@ -417,6 +479,10 @@ def test_dataset_card_lets_hf_load_the_folder_as_is(toy: Path, tmp_path: Path) -
     assert labels.count("None") == len(keys) // 2 and any(x.startswith("label ") for x in labels)
     row = ds["train"][0]
     assert row["txt"] == row["json"]["text"] and row["json"]["key"] == row["__key__"]
+    for f in S.SAMPLE_TEXT_FIELDS:  # every member is a declared string column
+        assert ds["train"].features[f"{f}.txt"].dtype == "string"
+    assert row["subcaption.txt"] == row["json"]["subcaption"] and row["caption.txt"] == row["json"]["caption"]
+    assert "`subcaption.txt`" in card and "`summary.txt`" in card
 
     # A copy of the folder elsewhere loads the same (nothing in the card is an absolute path).
     import shutil

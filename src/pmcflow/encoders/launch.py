@@ -8,16 +8,24 @@ and how many times this process has started the stage (once per epoch), then han
 argument list to open_clip.  Everything else is open_clip's own code.
 
 ``torchrun ... -m pmcflow.encoders.launch ARGS`` works the same way (``RANK`` gives the rank).
+
+Load-time text composition (``train.text_fields``): ``--pmcflow-text-fields=<json list>`` and
+``--pmcflow-text-separator=<json string>`` are removed from the argument list before open_clip sees
+it; with them, the pipeline open_clip builds (``get_wds_dataset``: select, decode, ``rename(...,
+text="txt")``, tokenize) sets each sample's ``txt`` from its ``<field>.txt`` members with
+:func:`pmcflow.shard.compose_text` just before the rename, and skips samples whose composition is
+empty (as the shard stage rejects them).  Train and val samples alike.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 import random
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 _calls = itertools.count()
@@ -75,9 +83,83 @@ def install(seed: int) -> None:
     wf.shuffle = stage
 
 
+TEXT_FIELDS_FLAG = "--pmcflow-text-fields"
+TEXT_SEPARATOR_FLAG = "--pmcflow-text-separator"
+
+
+def text_args(fields: Sequence[str], separator: str = " ") -> list[str]:
+    """The launch-only arguments that make the training text a load-time composition of ``fields``."""
+    return [
+        f"{TEXT_FIELDS_FLAG}={json.dumps(list(fields))}",
+        f"{TEXT_SEPARATOR_FLAG}={json.dumps(separator)}",
+    ]
+
+
+def pop_text_args(argv: Sequence[str]) -> tuple[list[str], list[str] | None, str]:
+    """(argv without the launch-only text arguments, the text fields or None, the separator)."""
+    rest: list[str] = []
+    fields: list[str] | None = None
+    separator = " "
+    for a in argv:
+        if a.startswith(TEXT_FIELDS_FLAG + "="):
+            fields = [str(f) for f in json.loads(a.split("=", 1)[1])] or None
+        elif a.startswith(TEXT_SEPARATOR_FLAG + "="):
+            separator = str(json.loads(a.split("=", 1)[1]))
+        else:
+            rest.append(a)
+    return rest, fields, separator
+
+
+Stage = Callable[[Iterable[dict[str, Any]]], Iterator[dict[str, Any]]]
+
+
+def compose_stage(fields: Sequence[str], separator: str = " ") -> Stage:
+    """A webdataset pipeline stage: ``sample["txt"]`` = the composition of its ``<field>.txt`` members
+    (decoded text or raw bytes); samples whose composition is empty are skipped."""
+    from pmcflow.schema import text_member
+    from pmcflow.shard import compose_text
+
+    names = [(f, text_member(f)) for f in fields]
+    names_only = [f for f, _ in names]
+
+    def stage(data: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for sample in data:
+            row = {}
+            for f, member in names:
+                value = sample.get(member)
+                row[f] = value.decode("utf-8") if isinstance(value, bytes | bytearray) else value
+            text = compose_text(row, names_only, separator)
+            if text:
+                sample["txt"] = text
+                yield sample
+
+    return stage
+
+
+def install_text(fields: Sequence[str], separator: str = " ") -> None:
+    """Make every ``webdataset.rename(..., text="txt")`` (open_clip_train.data's) compose the text first."""
+    import webdataset
+    import webdataset.filters as wf
+
+    original = getattr(wf.rename, "_pmcflow_original", wf.rename)
+    compose = compose_stage(fields, separator)
+
+    def rename(*args: Any, **kw: Any) -> Any:
+        renamer = original(*args, **kw)
+        if "txt" not in kw.values():
+            return renamer
+        return lambda data: renamer(compose(data))
+
+    rename._pmcflow_original = original  # type: ignore[attr-defined]
+    webdataset.rename = rename
+    wf.rename = rename
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args, fields, separator = pop_text_args(list(sys.argv[1:] if argv is None else argv))
     install(seed_from_argv(args))
+    if fields:
+        install_text(fields, separator)
     from open_clip_train.main import main as open_clip_main
 
     open_clip_main(args)

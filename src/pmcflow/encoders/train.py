@@ -73,6 +73,10 @@ DEFAULTS: dict[str, Any] = {
     "gather_with_grad": None,
     "timeout_s": None,
     "extra_args": [],
+    # null: train on the shards' .txt; a list: compose the text at load time from the samples'
+    # <field>.txt members (pmcflow.encoders.launch), joined with text_separator.
+    "text_fields": None,
+    "text_separator": " ",
 }
 
 # The Open-PMC-18M recipe (seed 000, appendix): applied under the user's own keys.
@@ -122,6 +126,16 @@ def resolve_config(cfg_train: Mapping[str, Any] | None) -> dict[str, Any]:
         raise TrainError("use precision fp32 on CPU")
     if not 0 <= float(cfg["warmup_fraction"]) < 1:
         raise TrainError("warmup_fraction must be in [0, 1)")
+    if cfg["text_fields"] is not None:
+        from pmcflow.schema import SAMPLE_TEXT_FIELDS
+
+        fields = [str(f) for f in cfg["text_fields"]]
+        bad = sorted(set(fields) - set(SAMPLE_TEXT_FIELDS))
+        if not fields or bad:
+            raise TrainError(f"text_fields: {bad or 'empty'}; choose from {list(SAMPLE_TEXT_FIELDS)}")
+        cfg["text_fields"] = fields
+    if cfg["text_separator"] is None:
+        cfg["text_separator"] = " "
     return cfg
 
 
@@ -286,6 +300,10 @@ def build_command(
         args.append("--local-loss")
     if cfg["gather_with_grad"] if cfg["gather_with_grad"] is not None else multi:
         args.append("--gather-with-grad")
+    if cfg["text_fields"]:  # read and removed by pmcflow.encoders.launch, never seen by open_clip
+        from pmcflow.encoders.launch import text_args
+
+        args += text_args(cfg["text_fields"], str(cfg["text_separator"]))
     args += [str(a) for a in cfg["extra_args"]]
     if multi:
         launcher = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -452,6 +452,220 @@ def token_lengths(res: Results) -> dict[str, list[int]]:
         out["subcaption"] = [whitespace_tokens(t) for t in df["subcaption"].to_list() if t]
         out["summary"] = [whitespace_tokens(t) for t in df["summary"].to_list() if t]
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Model-tokenizer lengths: what the configured text tower reads, and what it cuts off
+# --------------------------------------------------------------------------------------------
+CLIP_BPE = "open_clip SimpleTokenizer (CLIP BPE)"
+
+
+@dataclass
+class TextTokenizer:
+    """The configured encoder's tokenizer as the report uses it."""
+
+    model: str  # the train config's model (shipped name, open_clip name, hf-hub:..., local-dir:...)
+    source: str  # where the model name came from
+    name: str  # what actually counts the tokens
+    context_length: int  # the text tower's context length (tokens, special tokens included)
+    count: Callable[[str], int]  # tokens of one text, special tokens included, before truncation
+    fallback: str | None = None  # why CLIP BPE stands in for the model's own tokenizer
+
+
+def configured_model(res: Results) -> tuple[str, str]:
+    """(train model, where it came from): the config's ``train`` section (its preset applied), else
+    the model of the first encoder run that trained, else the train stage's default."""
+    from pmcflow.encoders import train as TR
+
+    train_cfg = res.config.get("train") if isinstance(res.config.get("train"), dict) else None
+    if train_cfg is not None:
+        try:
+            cfg = TR.resolve_config({k: v for k, v in train_cfg.items() if k != "run" and v is not None})
+            return str(cfg["model"]), "config train.model"
+        except TR.TrainError:
+            pass
+    for run in encoder_runs(res):
+        model = encoder_train(res, run).get("model")
+        if model:
+            return str(model), f"encoders/{run}/train.json"
+    return str(TR.DEFAULTS["model"]), "train stage default"
+
+
+def _simple_tokenizer(context_length: int) -> Any:
+    from open_clip.tokenizer import SimpleTokenizer
+
+    return SimpleTokenizer(context_length=context_length)
+
+
+def _hf_count(tok: Any) -> Callable[[str], int]:
+    def count(text: str) -> int:
+        return len(tok(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])
+
+    return count
+
+
+def _bpe_count(tok: Any) -> Callable[[str], int]:
+    return lambda text: len(tok.encode(text)) + 2  # + start and end of text, as open_clip adds them
+
+
+def text_tokenizer(res: Results) -> TextTokenizer:
+    """The tokenizer of the configured encoder (offline): a shipped or ``local-dir:`` config's text
+    tower (CLIP BPE, or its Hugging Face tokenizer from a package or the local HF cache), or
+    ``open_clip.get_tokenizer`` for other names.  A tokenizer that cannot be had offline is replaced
+    by CLIP BPE at the model's context length, and ``fallback`` says so."""
+    from pmcflow.encoders import train as TR
+
+    model, source = configured_model(res)
+    text_cfg: dict[str, Any] | None = None
+    cfg_path: Path | None = None
+    if model in TR.shipped_models():
+        from importlib import resources
+
+        cfg_path = Path(
+            str(resources.files("pmcflow") / "data" / "openclip" / model / "open_clip_config.json")
+        )
+    elif model.startswith(TR.LOCAL_DIR):
+        cfg_path = Path(model[len(TR.LOCAL_DIR) :]) / "open_clip_config.json"
+    if cfg_path is not None and cfg_path.is_file():
+        text_cfg = dict(_read_json(cfg_path)["model_cfg"].get("text_cfg") or {})
+    if text_cfg is not None:
+        ctx = int(text_cfg.get("context_length") or 77)
+        hf_name = text_cfg.get("hf_tokenizer_name")
+        if not hf_name:
+            return TextTokenizer(model, source, CLIP_BPE, ctx, _bpe_count(_simple_tokenizer(ctx)))
+        try:
+            if str(hf_name).startswith(TR.PKG_PREFIX):
+                hf_name = TR._resolve_pkg(str(hf_name))
+            from transformers import AutoTokenizer
+
+            hf = AutoTokenizer.from_pretrained(str(hf_name), local_files_only=True)
+            return TextTokenizer(model, source, f"Hugging Face {Path(str(hf_name)).name}", ctx, _hf_count(hf))
+        except Exception as exc:  # noqa: BLE001 - not cached / not installed: say so, use CLIP BPE
+            why = f"{hf_name} is not available offline ({type(exc).__name__})"
+    else:
+        try:
+            import open_clip
+
+            tok = open_clip.get_tokenizer(model)
+            ctx = int(getattr(tok, "context_length", None) or 77)
+            from open_clip.tokenizer import SimpleTokenizer
+
+            if isinstance(tok, SimpleTokenizer) and tok.reduction_fn is None:
+                return TextTokenizer(model, source, CLIP_BPE, ctx, _bpe_count(tok))
+            inner = getattr(tok, "tokenizer", None)
+            if inner is not None and callable(inner):
+                return TextTokenizer(model, source, f"{type(tok).__name__} of {model}", ctx, _hf_count(inner))
+            why = f"{type(tok).__name__} of {model} cannot count untruncated tokens"
+        except Exception as exc:  # noqa: BLE001 - hf-hub tokenizer not cached, unknown name
+            why = f"the tokenizer of {model} is not available offline ({type(exc).__name__}: {exc})"
+            ctx = 77
+    return TextTokenizer(
+        model, source, CLIP_BPE, ctx, _bpe_count(_simple_tokenizer(ctx)),
+        fallback=f"{why}; CLIP BPE counts stand in for it, against the model's context length {ctx}",
+    )  # fmt: skip
+
+
+def sample_texts(res: Results, max_samples: int | None = 5000, seed: int = 0) -> dict[str, Any] | None:
+    """The texts of the shards' samples: ``{"fields": {field: [text, ...]}, "txt": [...],
+    "train": [...] | None, "n_samples": N, "n_used": n, "source": ...}``, or None without a subfigure table.
+
+    Per field: what the sample's ``<key>.<field>.txt`` member holds (:func:`pmcflow.shard.compose_text`
+    with that one field; "" when null).  ``txt``: the ``.txt`` open_clip reads (the shard index's
+    ``text``; before sharding, composed from the ``shard`` config).  ``train``: the load-time
+    composition when ``train.text_fields`` is set.  At most ``max_samples`` samples, a seeded
+    subset stable per subfigure (None: all).
+    """
+    from pmcflow import schema as S
+    from pmcflow import shard as SH
+
+    final = final_subfigures(res)
+    if final is None:
+        return None
+    stage, df = final
+    index = shard_index(res)
+    source = f"{stage} subfigure table"
+    if index is not None and "subfigure_uid" in df.columns:
+        df = df.join(
+            index.select("subfigure_uid", pl.col("text").alias("_txt")), on="subfigure_uid", how="inner"
+        )
+        source += " joined to shards/index.parquet (the sharded samples)"
+    n_samples = df.height
+    if max_samples is not None and df.height > max_samples and "subfigure_uid" in df.columns:
+        df = stable_order(df, "subfigure_uid", seed).head(max_samples)
+    rows = df.to_dicts()
+    try:
+        shard_cfg = SH.resolve_config(
+            res.config.get("shard") if isinstance(res.config.get("shard"), dict) else None
+        )
+    except SH.ShardConfigError:
+        shard_cfg = SH.resolve_config(None)
+    fields = {f: [SH.compose_text(r, (f,), " ") for r in rows] for f in S.SAMPLE_TEXT_FIELDS}
+    if "_txt" in df.columns:
+        txt = [str(r["_txt"] or "") for r in rows]
+    else:
+        args = (shard_cfg["text_fields"], shard_cfg["text_separator"], shard_cfg["text_max_chars"])
+        txt = [SH.compose_text(r, *args) for r in rows]
+    train_cfg = res.config.get("train") if isinstance(res.config.get("train"), dict) else {}
+    train_fields = (train_cfg or {}).get("text_fields")
+    train = None
+    if train_fields:
+        sep = (train_cfg or {}).get("text_separator") or " "
+        members = [{f: fields[f][i] for f in S.SAMPLE_TEXT_FIELDS} for i in range(len(rows))]
+        train = [SH.compose_text(m, list(train_fields), sep) for m in members]
+    return {
+        "fields": fields,
+        "txt": txt,
+        "txt_fields": list(shard_cfg["text_fields"]),
+        "train": train,
+        "train_fields": list(train_fields) if train_fields else None,
+        "n_samples": n_samples,
+        "n_used": len(rows),
+        "source": source,
+    }
+
+
+def truncation(lengths: Sequence[int], context_length: int) -> dict[str, Any]:
+    """Percentiles of token lengths and how many exceed ``context_length`` (the tokenizer cuts them)."""
+    vals = sorted(int(v) for v in lengths)
+    n = len(vals)
+    if not n:
+        return {"n": 0, "truncated": 0, "share_truncated": None}
+
+    def q(p: float) -> int:
+        return vals[min(n - 1, int(p * n))]
+
+    n_trunc = sum(1 for v in vals if v > context_length)
+    return {
+        "n": n,
+        "median": q(0.5),
+        "p90": q(0.9),
+        "p99": q(0.99),
+        "max": vals[-1],
+        "truncated": n_trunc,
+        "share_truncated": n_trunc / n,
+    }
+
+
+def tokenizer_lengths(
+    res: Results, max_samples: int | None = 5000, tokenizer: TextTokenizer | None = None
+) -> dict[str, Any] | None:
+    """Model-token lengths per text (non-empty texts only) with the configured tokenizer:
+    ``{"tokenizer": TextTokenizer, "texts": sample_texts(...), "lengths": {label: [n, ...]},
+    "empty": {label: n_empty}}``; None without a subfigure table."""
+    texts = sample_texts(res, max_samples)
+    if texts is None:
+        return None
+    tok = tokenizer or text_tokenizer(res)
+    labelled: dict[str, list[str]] = {"txt": texts["txt"]}
+    if texts["train"] is not None:
+        labelled["train text"] = texts["train"]
+    labelled.update(texts["fields"])
+    lengths: dict[str, list[int]] = {}
+    empty: dict[str, int] = {}
+    for label, items in labelled.items():
+        lengths[label] = [tok.count(t) for t in items if t]
+        empty[label] = sum(1 for t in items if not t)
+    return {"tokenizer": tok, "texts": texts, "lengths": lengths, "empty": empty}
 
 
 def stable_order(df: pl.DataFrame, key: str, seed: int = 0) -> pl.DataFrame:

@@ -120,6 +120,38 @@ def token_histograms(lengths: Mapping[str, Sequence[int]]) -> Figure:
     return fig
 
 
+def context_histograms(
+    lengths: Mapping[str, Sequence[int]], context_length: int, tokenizer: str = ""
+) -> Figure:
+    """One histogram per text (model tokens), the context length marked and the share beyond it in
+    each title; up to 4 panels a row."""
+    kinds = [k for k, v in lengths.items() if v]
+    cols = min(4, max(1, len(kinds)))
+    rows = max(1, -(-len(kinds) // cols))
+    fig = _fig(3.6 * cols, 2.9 * rows)
+    for i, kind in enumerate(kinds):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        vals = np.asarray(lengths[kind], dtype=float)
+        hi = max(float(context_length) * 1.1, float(vals.max()))
+        bins = np.unique(np.round(np.geomspace(1, hi + 1, 30)))
+        ax.hist(
+            np.clip(vals, 1, None),
+            bins=bins,
+            color=PALETTE[i % len(PALETTE)],
+            edgecolor="white",
+            linewidth=0.5,
+        )
+        ax.axvline(context_length, color="#C44E52", linestyle="--", linewidth=1.2)
+        ax.set_xscale("log")
+        share = float((vals > context_length).mean())
+        ax.set_title(f"{kind} (n={len(vals):,}, {share:.0%} > {context_length})", fontsize=9)
+        ax.set_xlabel(f"tokens{' (' + tokenizer + ')' if tokenizer else ''}", fontsize=8)
+        if i % cols == 0:
+            ax.set_ylabel("samples")
+    fig.tight_layout()
+    return fig
+
+
 def pr_curves(
     curves: Mapping[tuple[str, str], pl.DataFrame],
     fixed_threshold: float = 0.2,

@@ -409,6 +409,68 @@ def text_lengths(res: Results) -> list[Part]:
     ]
 
 
+def tokenized_lengths(res: Results, max_samples: int | None = 5000) -> list[Part]:
+    """Token lengths with the configured encoder's tokenizer, per text field and for the composed
+    text, and the share of samples the tokenizer truncates at its context length."""
+    data = load.tokenizer_lengths(res, max_samples)
+    if data is None:
+        return [
+            not_run(
+                "Token lengths (model tokenizer)",
+                [res.path("filter/<chunk>/dataset.parquet"), res.path("enrich/<chunk>/enriched.parquet")],
+            )
+        ]
+    tok: load.TextTokenizer = data["tokenizer"]
+    texts = data["texts"]
+    ctx = tok.context_length
+    rows: list[dict[str, Any]] = []
+    for label, vals in data["lengths"].items():
+        st = load.truncation(vals, ctx)
+        what = {
+            "txt": f"<key>.txt (composed: {' + '.join(texts['txt_fields'])})",
+            "train text": f"train text ({' + '.join(texts['train_fields'] or [])}, composed at load time)",
+        }.get(label, f"<key>.{label}.txt")
+        n_all = st["n"] + data["empty"][label]
+        rows.append(
+            {
+                "text": what,
+                "non-empty": st["n"],
+                "empty": f"{data['empty'][label] / n_all:.1%}" if n_all else None,
+                "median": st.get("median"),
+                "p90": st.get("p90"),
+                "p99": st.get("p99"),
+                "max": st.get("max"),
+                f"> {ctx} tokens": st["truncated"],
+                "truncated": None if st["share_truncated"] is None else f"{st['share_truncated']:.1%}",
+            }
+        )
+    subset = (
+        f"all {texts['n_samples']:,} samples"
+        if texts["n_used"] == texts["n_samples"]
+        else f"a seeded subset of {texts['n_used']:,} of the {texts['n_samples']:,} samples"
+    )
+    parts: list[Part] = [
+        para(
+            f"Tokenizer: {tok.name}, for the encoder model {tok.model} ({tok.source}); context length "
+            f"{ctx} tokens, start/end tokens included. A text longer than that is cut off when training "
+            f"(truncated share = texts over {ctx} tokens among the non-empty ones). Texts of {subset} "
+            f"({texts['source']}); each field as its own shard member holds it (empty = null field)."
+        ),
+    ]
+    if tok.fallback:
+        parts.append(note(f"Not the model's own tokenizer: {tok.fallback}."))
+    parts += [
+        table(
+            rows,
+            ["text", "non-empty", "empty", "median", "p90", "p99", "max", f"> {ctx} tokens", "truncated"],
+            digits=0,
+            caption=f"Token lengths ({tok.name}) and the share truncated at the context length {ctx}",
+        ),
+        figure_png(plots.context_histograms(data["lengths"], ctx, tok.name.split(" (")[0])),
+    ]
+    return parts
+
+
 def examples(res: Results, n: int = 8, seed: int = 0) -> list[Part]:
     final = load.final_subfigures(res)
     if final is None:
