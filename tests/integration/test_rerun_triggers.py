@@ -27,7 +27,9 @@ REPORTS = {"report_dataset", "report_detector", "report_enrichment", "report_tra
 # used to miss come first (issue: partial reruns miss code changes).
 CASES: dict[str, set[str]] = {
     # open_clip's sample order is set here, so it decides the weights.
-    "encoders/launch.py": {"train_encoder"},
+    # The reports reach it too: the dataset report reads the encoder's tokenizer settings
+    # (report/load.py imports encoders.train, which reaches launch, shard and enrich code).
+    "encoders/launch.py": {"train_encoder"} | REPORTS,
     # the renderer draws panel letters; decompose reads caption letters with the enrich splitter
     "synth/labels.py": {"render_shard", "render_merge"},
     "enrich/rules.py": {"decompose_chunk", "enrich_chunk"},
@@ -35,9 +37,9 @@ CASES: dict[str, set[str]] = {
     "jats.py": {"parse_chunk"},
     "detect/images.py": {"decompose_chunk"} | DETECTOR_RULES | FILTER_RULES,
     # a prompt file is data the enrich stage opens, not an import
-    "data/prompts/subcaption_fig7.txt": {"enrich_chunk"},
+    "data/prompts/subcaption_fig7.txt": {"enrich_chunk"} | REPORTS,
     # the shard writer is imported by training and evaluation to read the shards back
-    "shard.py": {"shard", "train_encoder", "evaluate_encoder"},
+    "shard.py": {"shard", "train_encoder", "evaluate_encoder"} | REPORTS,
     "report/plots.py": REPORTS,
     # used by no rule: nothing reruns
     "repro.py": set(),

@@ -634,3 +634,16 @@ def test_tokenized_lengths_use_the_shard_index_text_and_say_when_falling_back(tm
     text = _html(sections.tokenized_lengths(res))
     assert "Not the model&#x27;s own tokenizer" in text or "Not the model's own tokenizer" in text
     assert "context length 5" in text
+
+
+def test_notebook_cell_ids_are_unique():
+    """nbformat replaces a duplicate cell id with a random one on every run, which would make the
+    rendered HTML differ between two runs of the same DAG."""
+    import json
+    from collections import Counter
+
+    for nb_path in sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb")):
+        ids = [c.get("id") for c in json.loads(nb_path.read_text())["cells"]]
+        assert None not in ids, nb_path.name
+        dup = [i for i, n in Counter(ids).items() if n > 1]
+        assert dup == [], (nb_path.name, dup)
