@@ -124,12 +124,16 @@ def parse_def(path: Path) -> Definition:
     # `apptainer build` uses, i.e. the %arguments defaults.
     args = d.arguments()
     for k, v in d.header.items():
-        for name in re.findall(r"{{\s*(\w+)\s*}}", v):
-            if name not in args:
-                raise ValueError(f"{path.name}: header {k} uses {{{{ {name} }}}} without a %arguments default")
-            v = re.sub(r"{{\s*" + name + r"\s*}}", args[name], v)
-        d.header[k] = v
+        try:
+            d.header[k] = substitute(v, args)
+        except KeyError as e:
+            raise ValueError(f"{path.name}: header {k} uses {{{{ {e.args[0]} }}}} without a %arguments default") from None
     return d
+
+
+def substitute(text: str, args: dict[str, str]) -> str:
+    """``{{ NAME }}`` build arguments replaced as ``apptainer build`` does (KeyError: no value)."""
+    return re.sub(r"{{\s*(\w+)\s*}}", lambda m: args[m.group(1)], text)
 
 
 def read_pins(path: Path) -> tuple[dict[str, str], list[str]]:
@@ -433,10 +437,8 @@ def run_post(name: str, mirror: str | None = None, keep: bool = False) -> int:
             shutil.copy2(host_ca, root / "tmp/host-ca.crt")
             env["PIP_CERT"] = env["REQUESTS_CA_BUNDLE"] = "/tmp/host-ca.crt"
         script = root / "tmp/post.sh"
-        post = d.sections["post"]
         args = {**d.arguments(), "DEBIAN_MIRROR": mirror, "PIP_CERT": env.get("PIP_CERT", "")}
-        for k, v in args.items():
-            post = re.sub(r"{{\s*" + k + r"\s*}}", v, post)
+        post = substitute(d.sections["post"], args)
         script.write_text("#!/bin/sh\n" + post + "\n")
         script.chmod(0o755)
         print(f"+ chroot {root} /tmp/post.sh  (%post of {name}.def, pip dry run)", file=sys.stderr)

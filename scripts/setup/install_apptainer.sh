@@ -30,9 +30,7 @@ APT=(-o "Dir::Etc::SourceList=$W/sources.list" -o Dir::Etc::SourceParts=/dev/nul
 apt-get "${APT[@]}" update -qq
 (cd "$W" && apt-get "${APT[@]}" download apptainer libc6)
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    patchelf squashfs-tools uidmap debootstrap fuse2fs >/dev/null 2>&1 || \
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    patchelf squashfs-tools uidmap debootstrap
+    patchelf squashfs-tools uidmap debootstrap fuse2fs
 dpkg-deb -x "$W"/apptainer_*_amd64.deb /
 G=/opt/apptainer-glibc; mkdir -p "$G"; dpkg-deb -x "$W"/libc6_*_amd64.deb "$G"
 L=$G/usr/lib/x86_64-linux-gnu

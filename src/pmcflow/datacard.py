@@ -170,7 +170,7 @@ def dataset_card(
         "```",
         "",
         "The tars are plain WebDataset shards (`<key>.<image ext>`, `<key>.json`, `<key>.txt`, and one",
-        f"`<key>.<field>.txt` per text field: {', '.join(f'`{m}`' for m in S.SAMPLE_MEMBERS[2:])}):",
+        f"`<key>.<field>.txt` per text field: {', '.join(f'`{S.text_member(f)}`' for f in S.SAMPLE_TEXT_FIELDS)}):",
         "`webdataset` and `open_clip_train` read them as they are (`<split>/sizes.json` holds the",
         "sample counts open_clip asks for); `index.parquet` lists every sample with its shard.",
         "",

@@ -7,7 +7,7 @@ that advance by batches (``bar.update(n)``).  A tqdm bar is drawn on stderr only
   ``2>&1 | tee``);
 * stderr is a terminal (a Snakemake rule's stderr is its log file: never a bar there);
 * logging is not quiet: the ``pmcflow`` logger passes INFO (``pmcflow -q`` sets WARNING);
-* tqdm can be imported (the core environment does not require it).
+* tqdm can be imported (a core dependency; without it the loops run unchanged, with no bar).
 
 The bar never writes to stdout, is cleared when the loop ends (``leave=False``), and (unless
 forced) waits a second before it appears, so short loops draw nothing.  While it is drawn, log records sent to the console
@@ -47,7 +47,7 @@ _drawn: list[Any] = []  # the bars on screen now (innermost last)
 def _tqdm_class() -> Any:
     try:
         from tqdm import tqdm
-    except ImportError:  # tqdm is not a core dependency: no bar, the loop runs the same
+    except ImportError:  # an environment without tqdm: no bar, the loop runs the same
         return None
     return tqdm
 

@@ -275,12 +275,9 @@ SHARD_INDEX = pa.schema(
 # Every ``shard.text_fields`` choice that is a DATASET column is here (``caption_title`` is a
 # FIGURES column only), so any composition can be rebuilt at load time (``train.text_fields``).
 SAMPLE_TEXT_FIELDS: tuple[str, ...] = ("caption", "shared_text", "subcaption", "summary", "figure_label")
-# Image members: exactly one per sample, its extension from the bytes' format.
-SAMPLE_IMAGE_EXTS: tuple[str, ...] = ("jpg", "png", "webp")
-# The other members of a sample, in the order they are written after the image:
-# ``json`` (the DATASET row + the writer's keys), ``txt`` (the default composed text, what
-# open_clip reads), then one ``<field>.txt`` per SAMPLE_TEXT_FIELDS.
-SAMPLE_MEMBERS: tuple[str, ...] = ("json", "txt", *(f"{f}.txt" for f in SAMPLE_TEXT_FIELDS))
+# Image members: exactly one per sample, its extension from the bytes' format (Pillow format name
+# -> the WebDataset extension open_clip reads, "jpg;png;jpeg;webp"); other formats are re-encoded.
+SAMPLE_IMAGE_FORMATS: dict[str, str] = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp"}
 
 
 def text_member(field_name: str) -> str:
@@ -288,6 +285,12 @@ def text_member(field_name: str) -> str:
     if field_name not in SAMPLE_TEXT_FIELDS:
         raise KeyError(f"{field_name!r} has no sample member; known: {SAMPLE_TEXT_FIELDS}")
     return f"{field_name}.txt"
+
+
+# The other members of a sample, in the order they are written after the image:
+# ``json`` (the DATASET row + the writer's keys), ``txt`` (the default composed text, what
+# open_clip reads), then one ``<field>.txt`` per SAMPLE_TEXT_FIELDS.
+SAMPLE_MEMBERS: tuple[str, ...] = ("json", "txt", *(text_member(f) for f in SAMPLE_TEXT_FIELDS))
 
 
 ALL_TABLES: dict[str, pa.Schema] = {

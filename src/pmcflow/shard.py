@@ -86,8 +86,8 @@ from pmcflow.textclean import clean_text
 
 STAGE = "shard"
 
-# Pillow format name -> WebDataset extension open_clip reads ("jpg;png;jpeg;webp").
-NATIVE_FORMATS = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp"}
+# Pillow format name -> WebDataset extension (the sample format, pmcflow.schema).
+NATIVE_FORMATS = S.SAMPLE_IMAGE_FORMATS
 TAR_BLOCK = 512
 TAR_RECORD = 10240
 

@@ -7,12 +7,10 @@ scripts/setup/install_apptainer.sh); a build that fails is a test failure, not a
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,10 +18,7 @@ from pmcflow_testing import containers as ct
 from pmcflow_testing import workflow as wf
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("check_containers", REPO / "scripts/setup/check_containers.py")
-cc = importlib.util.module_from_spec(_spec)
-sys.modules["check_containers"] = cc  # dataclasses look their module up there
-_spec.loader.exec_module(cc)
+cc = ct.check_containers_module()  # scripts/setup/check_containers.py
 
 
 def _errors_for(tmp_path: Path, name: str, edit) -> list[str]:

@@ -472,18 +472,28 @@ class TextTokenizer:
     fallback: str | None = None  # why CLIP BPE stands in for the model's own tokenizer
 
 
+def train_config(res: Results) -> dict[str, Any] | None:
+    """The config's ``train`` section as the train stage resolves it (preset and defaults applied),
+    or None without one (or when it does not resolve)."""
+    from pmcflow.encoders import train as TR
+
+    train_cfg = res.config.get("train") if isinstance(res.config.get("train"), dict) else None
+    if train_cfg is None:
+        return None
+    try:
+        return TR.resolve_config({k: v for k, v in train_cfg.items() if k != "run" and v is not None})
+    except TR.TrainError:
+        return None
+
+
 def configured_model(res: Results) -> tuple[str, str]:
     """(train model, where it came from): the config's ``train`` section (its preset applied), else
     the model of the first encoder run that trained, else the train stage's default."""
     from pmcflow.encoders import train as TR
 
-    train_cfg = res.config.get("train") if isinstance(res.config.get("train"), dict) else None
-    if train_cfg is not None:
-        try:
-            cfg = TR.resolve_config({k: v for k, v in train_cfg.items() if k != "run" and v is not None})
-            return str(cfg["model"]), "config train.model"
-        except TR.TrainError:
-            pass
+    cfg = train_config(res)
+    if cfg is not None:
+        return str(cfg["model"]), "config train.model"
     for run in encoder_runs(res):
         model = encoder_train(res, run).get("model")
         if model:
@@ -569,8 +579,8 @@ def sample_texts(res: Results, max_samples: int | None = 5000, seed: int = 0) ->
     """The texts of the shards' samples: ``{"fields": {field: [text, ...]}, "txt": [...],
     "train": [...] | None, "n_samples": N, "n_used": n, "source": ...}``, or None without a subfigure table.
 
-    Per field: what the sample's ``<key>.<field>.txt`` member holds (:func:`pmcflow.shard.compose_text`
-    with that one field; "" when null).  ``txt``: the ``.txt`` open_clip reads (the shard index's
+    Per field: what the sample's ``<key>.<field>.txt`` member holds (:func:`pmcflow.shard.field_text`;
+    "" when null).  ``txt``: the ``.txt`` open_clip reads (the shard index's
     ``text``; before sharding, composed from the ``shard`` config).  ``train``: the load-time
     composition when ``train.text_fields`` is set.  At most ``max_samples`` samples, a seeded
     subset stable per subfigure (None: all).
@@ -599,19 +609,18 @@ def sample_texts(res: Results, max_samples: int | None = 5000, seed: int = 0) ->
         )
     except SH.ShardConfigError:
         shard_cfg = SH.resolve_config(None)
-    fields = {f: [SH.compose_text(r, (f,), " ") for r in rows] for f in S.SAMPLE_TEXT_FIELDS}
+    fields = {f: [SH.field_text(r.get(f)) for r in rows] for f in S.SAMPLE_TEXT_FIELDS}
     if "_txt" in df.columns:
         txt = [str(r["_txt"] or "") for r in rows]
     else:
         args = (shard_cfg["text_fields"], shard_cfg["text_separator"], shard_cfg["text_max_chars"])
         txt = [SH.compose_text(r, *args) for r in rows]
-    train_cfg = res.config.get("train") if isinstance(res.config.get("train"), dict) else {}
-    train_fields = (train_cfg or {}).get("text_fields")
+    tcfg = train_config(res) or {}
+    train_fields = tcfg.get("text_fields")
     train = None
-    if train_fields:
-        sep = (train_cfg or {}).get("text_separator") or " "
-        members = [{f: fields[f][i] for f in S.SAMPLE_TEXT_FIELDS} for i in range(len(rows))]
-        train = [SH.compose_text(m, list(train_fields), sep) for m in members]
+    if train_fields:  # what pmcflow.encoders.launch composes from the members at load time
+        sep = str(tcfg["text_separator"])
+        train = [SH.join_texts([fields[f][i] for f in train_fields], sep) for i in range(len(rows))]
     return {
         "fields": fields,
         "txt": txt,

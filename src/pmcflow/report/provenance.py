@@ -21,7 +21,6 @@ the run's name.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 
 import pmcflow
 from pmcflow.report.load import Results
+from pmcflow.tables import file_sha256
 
 SMOKE_MAX_EXAMPLES = 10_000
 PACKAGE_DATA = Path(pmcflow.__file__).resolve().parent / "data"
@@ -120,12 +120,9 @@ def _smoke(n_train: int | None, tiny_config: bool = False) -> bool:
 
 
 def sha256_file(path: Path) -> str | None:
+    """:func:`pmcflow.tables.file_sha256`, or None for a file that cannot be read."""
     try:
-        h = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()
+        return file_sha256(path)
     except OSError:
         return None
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from statistics import NormalDist
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     """Wilson score interval of a proportion (for accuracies recorded without an interval)."""
     if n <= 0:
         return (math.nan, math.nan)
-    z = _normal_quantile(1 - (1 - level) / 2)
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -119,18 +120,6 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     lo = 0.0 if successes <= 0 else max(0.0, centre - half)
     hi = 1.0 if successes >= n else min(1.0, centre + half)
     return (lo, hi)
-
-
-def _normal_quantile(p: float) -> float:
-    """Inverse standard normal CDF by bisection on ``math.erf`` (no scipy needed)."""
-    lo, hi = -10.0, 10.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 # --------------------------------------------------------------------------------------------

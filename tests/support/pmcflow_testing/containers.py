@@ -8,15 +8,16 @@ into it (definition, lock, pyproject, the package source), so an unchanged tree 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
-import urllib.request
+import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = Path(os.environ.get("PMCFLOW_CONTAINER_CACHE", Path.home() / ".cache" / "pmcflow" / "containers"))
-FALLBACK_MIRROR = "http://deb.debian.org/debian/"
 
 
 def apptainer() -> str | None:
@@ -33,19 +34,15 @@ def _inputs_key(name: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _reachable(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=20):
-            return True
-    except Exception:  # noqa: BLE001 - any failure means "not reachable from here"
-        return False
-
-
-def pinned_mirror(name: str) -> str:
-    for line in (REPO / "containers" / f"{name}.def").read_text().splitlines():
-        if line.strip().startswith("DEBIAN_MIRROR="):
-            return line.split("=", 1)[1].strip()
-    raise ValueError(f"containers/{name}.def has no DEBIAN_MIRROR argument")
+def check_containers_module() -> Any:
+    """scripts/setup/check_containers.py as a module (definition parser, mirror probe)."""
+    name = "check_containers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts/setup/check_containers.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # dataclasses look their module up there
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
 
 
 def build(name: str = "core", log: Path | None = None) -> Path:
@@ -57,8 +54,10 @@ def build(name: str = "core", log: Path | None = None) -> Path:
         return out
     CACHE.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    if not _reachable(pinned_mirror(name).rstrip("/") + "/dists/bookworm/Release"):
-        env["DEBIAN_MIRROR"] = FALLBACK_MIRROR
+    cc = check_containers_module()
+    pinned = cc.parse_def(REPO / "containers" / f"{name}.def").header["mirrorurl"]
+    if not cc._reachable(pinned):
+        env["DEBIAN_MIRROR"] = cc.FALLBACK_MIRROR
     tmp = out.with_suffix(".sif.part")
     with open(log or os.devnull, "w") as fh:
         proc = subprocess.run(
