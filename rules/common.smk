@@ -1,6 +1,7 @@
 # Shared by every stage: config validation, paths, wildcard constraints, input functions.
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -165,6 +166,14 @@ def decompose_model_input(wildcards):
     if config["decompose"]["checkpoint"] == "trained":
         return {"model": f"{RESULTS}/detector/model"}
     return {}
+
+
+DEMO_BENCHMARKS = f"{RESULTS}/benchmarks"
+
+
+def demo_benchmarks_input(wildcards):
+    """The demo benchmarks (rules/evaluate.smk) when evaluate.build_demo_benchmarks is on."""
+    return {"benchmarks": DEMO_BENCHMARKS} if config["evaluate"]["build_demo_benchmarks"] else {}
 
 
 def detector_model_input(wildcards):

@@ -1,7 +1,6 @@
 # Stage 10: papermill reports -> self-contained HTML, shown by `snakemake --report report.zip`.
 
 REPORT_DIR = f"{RESULTS}/reports"
-RUN = config["train"]["run"]
 REPORT = config["report"]
 
 
@@ -31,8 +30,8 @@ REPORT_INPUTS = {
         f"{RESULTS}/enrich/counts.json",
     ),
     "training": (
-        f"{RESULTS}/encoders/{RUN}",
-        f"{RESULTS}/evaluation/{RUN}/metrics.json",
+        *(f"{RESULTS}/encoders/{r}" for r in ENCODER_RUNS),
+        *(f"{RESULTS}/evaluation/{r}/metrics.json" for r in ENCODER_RUNS),
     ),
 }
 
@@ -53,7 +52,7 @@ for _name, _inputs in REPORT_INPUTS.items():
         params:
             name=_name,
             results=lambda wc, output: str(Path(output.html).parent.parent),
-            run=RUN,
+            run=",".join(ENCODER_RUNS),  # the report's runs, in the configured order
             report=REPORT,
             code=code_version("scripts/report.py", f"notebooks/{_name}.ipynb"),
         log:

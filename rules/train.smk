@@ -1,4 +1,12 @@
-# Stage 9: train an image-text encoder with open_clip on the shards.
+# Stage 9: train an image-text encoder with open_clip on the shards: one per train.variants entry
+# (the paper's text ablation: the text is composed at load time from the same shards), else one.
+
+_RUNS = _stdlib_module("runs")
+ENCODER_RUNS = _RUNS.encoder_runs(config["train"])
+
+
+wildcard_constraints:
+    run="|".join(re.escape(r) for r in ENCODER_RUNS),
 
 
 rule train_encoder:
@@ -7,7 +15,7 @@ rule train_encoder:
     output:
         directory(f"{RESULTS}/encoders/{{run}}"),
     params:
-        train=config["train"],
+        train=lambda wc: _RUNS.run_settings(config["train"], wc.run),
         seed=config["seed"],
         code=code_version("scripts/train_encoder.py"),
     log:
@@ -25,4 +33,4 @@ rule train_encoder:
         "../scripts/train_encoder.py"
 
 
-FINAL_TARGETS.append(f"{RESULTS}/encoders/{config['train']['run']}")
+FINAL_TARGETS.extend(f"{RESULTS}/encoders/{r}" for r in ENCODER_RUNS)

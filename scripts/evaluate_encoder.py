@@ -14,4 +14,7 @@ evaluate_encoder(
     sm.input.encoder,
     sm.input.shards,
     str(Path(sm.output.metrics).parent),
+    benchmarks_yaml=[Path(sm.input.benchmarks) / "benchmarks.yaml"]
+    if "benchmarks" in sm.input.keys()
+    else [],
 )

@@ -6,6 +6,6 @@ start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 from pmcflow.encoders.train import train_encoder  # noqa: E402
 
 sm = snakemake  # noqa: F821
-# `run` names the output folder (a workflow key); the rest is the trainer's configuration.
-settings = {k: v for k, v in dict(sm.params.train).items() if k != "run"}
-train_encoder(settings, int(sm.params.seed), sm.input.shards, sm.output[0])
+# The run's settings: the train section less the workflow keys (run, variants), with its variant's
+# keys applied (pmcflow.runs.run_settings, in the rule's params).
+train_encoder(dict(sm.params.train), int(sm.params.seed), sm.input.shards, sm.output[0])

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIG = ["--configfile", "config/demo.yaml", "config/ci.yaml"]
 RES = "results/demo"
 PARSE_TARGETS = [f"{RES}/acquire/counts.json", f"{RES}/parse/counts.json"]
-TRAIN_TARGETS = [f"{RES}/encoders/tiny-clip"]
+TRAIN_TARGETS = [f"{RES}/encoders/tiny-clip.caption"]  # the first of the demo's text variants
 
 # name -> (regex in the run's output once the job runs, glob (relative to the workflow copy) that
 #          must match a file too, or None; seconds to wait after both; targets)
@@ -41,7 +41,7 @@ KILL_POINTS = {
     # a first shard committed, the others being written (training still to come)
     "mid-shard": (r"^(local)?rule shard:", f"{RES}/shards/*/*.tar", 0.0, TRAIN_TARGETS),
     # open_clip is running (its log exists), no checkpoint yet
-    "mid-training": (r"^(local)?rule train_encoder:", f"{RES}/encoders/tiny-clip/openclip/run/out.log", 1.0,
+    "mid-training": (r"^(local)?rule train_encoder:", f"{RES}/encoders/tiny-clip.caption/openclip/run/out.log", 1.0,
                      TRAIN_TARGETS),
 }  # fmt: skip
 # What may differ between runs: logs and Snakemake's own bookkeeping.

@@ -107,7 +107,7 @@ def test_every_rule_hashes_its_own_script(repo_root):
         ("source:\n  verify_images: false\n", {"acquire_chunk"}),
         # detector training and the modality classifier are seeded
         ("seed: 7\n", {"render_shard", "train_detector", "evaluate_detector", "shard", "train_encoder",
-                       "evaluate_encoder", "phash_chunk", "filter_chunk"}),
+                       "evaluate_encoder", "phash_chunk", "filter_chunk", "demo_benchmarks"}),
     ],
 )
 def test_a_config_key_reruns_the_stages_that_read_it(work, tmp_path, overlay, rules):

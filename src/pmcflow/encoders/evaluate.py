@@ -13,7 +13,13 @@
   ``<class>/<image>`` or a Parquet table of (path, label) -- MedMNIST+ and similar plug in this way.
   Reported: accuracy, macro-F1 (over the label set), per-class F1, bootstrap CIs.
 
-Outputs: ``metrics.parquet`` (long format), ``metrics.json``, ``retrieval_ranks.parquet``.
+* **Benchmarks** (``benchmarks``: the paper's definitions pointed at your copies, or your own):
+  retrieval, zero-shot, linear probe and robustness to perturbations, with the files read and
+  their sha256 recorded (:mod:`pmcflow.encoders.suite`).
+
+Outputs: ``metrics.parquet`` (long format), ``metrics.json``, ``retrieval_ranks.parquet``,
+``robustness.parquet``, ``benchmarks.json`` (each benchmark's definition and files with sha256) and
+``embeddings.npz`` (the test image features of each benchmark, for embedding analysis).
 """
 
 from __future__ import annotations
@@ -46,7 +52,14 @@ DEFAULTS: dict[str, Any] = {
     "bootstrap": 1000,
     "ci": 0.95,
     "zero_shot": {},
+    # Benchmarks as data (pmcflow.encoders.benchmarks, pmcflow.encoders.suite).
+    "benchmarks": [],
+    "linear_probe": {},  # pmcflow.encoders.probe.ProbeSettings (the paper: 40 epochs, lr 0.1, cosine)
+    "robustness": {},
+    "feature_cache": None,  # folder of cached image features (null: no cache)
+    "build_demo_benchmarks": False,  # a workflow switch: the rule passes the built folder's YAML
 }
+ROBUSTNESS_DEFAULTS: dict[str, Any] = {"perturbations": {}, "alpha": 0.01}
 ZS_DEFAULTS: dict[str, Any] = {
     "label_column": "modality",
     "templates": ["a {} image.", "a biomedical {} image.", "a figure panel showing {}."],
@@ -64,6 +77,26 @@ METRICS_SCHEMA = pa.schema(
         pa.field("value", pa.float64()),
         pa.field("ci_low", pa.float64()),
         pa.field("ci_high", pa.float64()),
+        pa.field("n", pa.int64()),
+    ]
+)
+ROBUSTNESS_SCHEMA = pa.schema(
+    [
+        pa.field("task", pa.string()),
+        pa.field("dataset", pa.string()),
+        pa.field("direction", pa.string()),
+        pa.field("perturbation", pa.string()),
+        pa.field("strength", pa.float64()),
+        pa.field("metric", pa.string()),
+        pa.field("base", pa.float64()),
+        pa.field("perturbed", pa.float64()),
+        pa.field("ratio", pa.float64()),
+        pa.field("delta", pa.float64()),
+        pa.field("ci_low", pa.float64()),
+        pa.field("ci_high", pa.float64()),
+        pa.field("wilcoxon_stat", pa.float64()),
+        pa.field("p_value", pa.float64()),
+        pa.field("significant", pa.bool_()),
         pa.field("n", pa.int64()),
     ]
 )
@@ -93,6 +126,13 @@ def resolve_config(cfg_eval: Mapping[str, Any] | None) -> dict[str, Any]:
         raise EvaluateError(f"unknown evaluate.zero_shot keys: {bad}")
     cfg["zero_shot"] = {**ZS_DEFAULTS, **zs}
     cfg["recall_at"] = sorted(int(k) for k in cfg["recall_at"])
+    rob = dict(cfg.get("robustness") or {})
+    bad = sorted(set(rob) - set(ROBUSTNESS_DEFAULTS))
+    if bad:
+        raise EvaluateError(f"unknown evaluate.robustness keys: {bad}")
+    cfg["robustness"] = {**ROBUSTNESS_DEFAULTS, **rob}
+    cfg["linear_probe"] = dict(cfg.get("linear_probe") or {})
+    cfg["benchmarks"] = list(cfg.get("benchmarks") or [])
     return cfg
 
 
@@ -357,6 +397,7 @@ def evaluate_encoder(
     *,
     checkpoint: str | None = None,
     model_id: str | None = None,
+    benchmarks_yaml: Sequence[str | os.PathLike[str]] = (),
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Evaluate the run in ``train_dir`` (its ``train.json``) on ``shards_dir``; write to ``out_dir``."""
@@ -475,9 +516,58 @@ def evaluate_encoder(
         result["zero_shot"][name] = {"classes": classes, **{m["metric"]: m for m in metrics}}
         rows += [{"task": "zero_shot", "dataset": name, "direction": None, **m} for m in metrics]
 
+    # (c) the configured benchmarks.
+    from pmcflow.encoders import benchmarks as B
+    from pmcflow.encoders.probe import FeatureCache
+    from pmcflow.encoders.suite import file_sha256, run_suite
+
+    benches = B.resolve_benchmarks(cfg["benchmarks"])
+    for extra in benchmarks_yaml:  # e.g. the demo benchmarks the workflow built
+        benches += B.read_benchmarks_yaml(extra)
+    cache = FeatureCache(cfg["feature_cache"]) if cfg["feature_cache"] else None
+    model_key = {"model_id": model_id, "checkpoint_sha256": file_sha256(checkpoint) if checkpoint else None}
+    suite = run_suite(encoder, benches, cfg, seed, model_key=model_key, cache=cache, say=say)
+    rows += suite.rows
+    result["benchmarks"] = suite.summary
+    result["checkpoint_sha256"] = model_key["checkpoint_sha256"]
+    if cache is not None:  # logged, not recorded: a cached and an uncached run write the same bytes
+        say(f"{STAGE}: feature cache {cfg['feature_cache']}: {cache.hits} hits, {cache.misses} computed")
+    result["_feature_cache"] = cache
+    write_table(_finite_rows(suite.robustness), ROBUSTNESS_SCHEMA, out / "robustness.parquet")
+    write_json(out / "benchmarks.json", {"benchmarks": suite.used})
+    _write_embeddings(out / "embeddings.npz", suite.embeddings, suite.labels)
+
     write_table(rows, METRICS_SCHEMA, out / "metrics.parquet")
-    write_json(out / "metrics.json", _finite(result))
+    write_json(out / "metrics.json", _finite({k: v for k, v in result.items() if not k.startswith("_")}))
     return result
+
+
+def _finite_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+        for r in rows
+    ]
+
+
+def _write_embeddings(
+    path: Path, embeddings: Mapping[str, np.ndarray], labels: Mapping[str, Sequence[str]]
+) -> None:
+    """An ``.npz`` (``np.load`` reads it): ``<benchmark>`` -> (n, d) float32 test image features and
+    ``<benchmark>:labels`` where labelled.  Written with fixed zip timestamps (``np.savez`` stamps
+    the current time), so the same features give the same bytes."""
+    import zipfile
+
+    from pmcflow.tables import atomic_path
+
+    arrays: dict[str, np.ndarray] = {
+        k: np.asarray(v, dtype=np.float32) for k, v in sorted(embeddings.items())
+    }
+    arrays.update({f"{k}:labels": np.asarray(list(v), dtype=str) for k, v in sorted(labels.items())})
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
+        for name in sorted(arrays):
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with zf.open(info, "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, arrays[name], allow_pickle=False)
 
 
 def _finite(obj: Any) -> Any:

@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from pmcflow.tables import write_json, write_table
@@ -77,7 +78,14 @@ DEFAULTS: dict[str, Any] = {
     # <field>.txt members (pmcflow.encoders.launch), joined with text_separator.
     "text_fields": None,
     "text_separator": " ",
+    # Best-epoch selection (the paper's rule): every saved epoch scored on the val split (at most
+    # select_max_pairs pairs, a seeded subset; the paper used 50,000) by retrieval select_metric
+    # averaged over both directions; ties go to the higher MRR, then the later epoch.
+    "select_best": True,
+    "select_metric": "R@200",
+    "select_max_pairs": 50000,
 }
+SELECT_METRICS = ("R@1", "R@5", "R@10", "R@50", "R@200", "mrr")
 
 # The Open-PMC-18M recipe (seed 000, appendix): applied under the user's own keys.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -136,6 +144,8 @@ def resolve_config(cfg_train: Mapping[str, Any] | None) -> dict[str, Any]:
         cfg["text_fields"] = fields
     if cfg["text_separator"] is None:
         cfg["text_separator"] = " "
+    if cfg["select_metric"] not in SELECT_METRICS:
+        raise TrainError(f"select_metric {cfg['select_metric']!r}; choose from {list(SELECT_METRICS)}")
     return cfg
 
 
@@ -481,9 +491,11 @@ def train_encoder(
         tail = (out / "train.log").read_text(encoding="utf-8", errors="replace")[-3000:]
         raise TrainError(f"open_clip_train exited {proc.returncode}; log tail:\n{tail}")
 
-    checkpoint = run_dir / "checkpoints" / f"epoch_{cfg['epochs']}.pt"
-    if not checkpoint.is_file():
-        raise TrainError(f"no final checkpoint at {checkpoint}")
+    final = run_dir / "checkpoints" / f"epoch_{cfg['epochs']}.pt"
+    if not final.is_file():
+        raise TrainError(f"no final checkpoint at {final}")
+    selection = select_epoch(cfg, model_id, run_dir / "checkpoints", shards, val_split, seed)
+    checkpoint = Path(selection["checkpoint"]) if selection.get("checkpoint") else final
     oc_log = run_dir / "out.log"
     steps = parse_train_log(oc_log.read_text(encoding="utf-8", errors="replace") if oc_log.is_file() else "")
     write_table(steps, STEPS_SCHEMA, out / "steps.parquet")
@@ -495,6 +507,9 @@ def train_encoder(
         {
             "checkpoint": str(checkpoint),
             "checkpoint_bytes": checkpoint.stat().st_size,
+            "final_checkpoint": str(final),
+            "best_epoch": selection.get("best_epoch"),
+            "selection": selection,
             "model_dir": str(out / "model") if model_id.startswith(LOCAL_DIR) else None,
             "wall_s": wall,
             "n_steps_logged": len(steps),
@@ -508,6 +523,69 @@ def train_encoder(
     )
     write_json(out / "train.json", record)
     return record
+
+
+def epoch_checkpoints(checkpoints_dir: Path) -> list[tuple[int, Path]]:
+    """(epoch, path) of open_clip's ``epoch_<N>.pt`` files, by epoch."""
+    found = []
+    for p in checkpoints_dir.glob("epoch_*.pt"):
+        m = re.fullmatch(r"epoch_(\d+)\.pt", p.name)
+        if m:
+            found.append((int(m.group(1)), p))
+    return sorted(found)
+
+
+def best_epoch(scores: Sequence[Mapping[str, Any]], metric: str) -> Mapping[str, Any]:
+    """The row with the highest ``metric``; ties go to the higher ``mrr``, then the later epoch."""
+    return max(scores, key=lambda r: (r[metric], r["mrr"], r["epoch"]))
+
+
+def select_epoch(
+    cfg: Mapping[str, Any],
+    model_id: str,
+    checkpoints_dir: Path,
+    shards_dir: Path,
+    val_split: str,
+    seed: int,
+) -> dict[str, Any]:
+    """Score every saved epoch on the val split by retrieval and pick the best (the paper's rule:
+    validation R@200 on a held-out subset).  The retrieval is :mod:`pmcflow.encoders.evaluate`'s,
+    on the shards' ``.txt`` (the same text for every variant of an ablation), mean of both
+    directions.  Returns what was done, ``checkpoint`` and ``best_epoch`` when an epoch was chosen."""
+    epochs = epoch_checkpoints(checkpoints_dir)
+    out: dict[str, Any] = {"metric": cfg["select_metric"], "split": val_split, "by_epoch": []}
+    if not cfg["select_best"]:
+        return {**out, "skipped": "train.select_best is off: the final epoch is kept"}
+    if len(epochs) < 2:
+        return {**out, "skipped": f"{len(epochs)} saved epoch(s): nothing to choose from"}
+    from pmcflow.encoders import evaluate as EV
+
+    samples = EV.read_split(shards_dir, val_split)
+    limit = cfg["select_max_pairs"]
+    if limit is not None and len(samples) > int(limit):
+        samples = [samples[i] for i in EV._stable_subsample([s["key"] for s in samples], int(limit), seed)]
+    if len(samples) < 2:
+        return {**out, "skipped": f"{len(samples)} pairs in split {val_split!r} (need >= 2)"}
+    if cfg["threads"]:
+        import torch
+
+        torch.set_num_threads(int(cfg["threads"]))
+    texts = [s["text"] for s in samples]
+    first: dict[str, int] = {}
+    groups = np.array([first.setdefault(t, i) for i, t in enumerate(texts)])
+    ks = sorted({int(m[2:]) for m in SELECT_METRICS if m.startswith("R@")})
+    device = "cuda" if str(cfg["device"]).startswith("cuda") else "cpu"
+    for epoch, path in epochs:
+        enc = EV.Encoder(model_id, str(path), device)
+        img, txt = enc.images((s["image"] for s in samples), 64), enc.texts(texts, 64)
+        i2t, t2i = EV.retrieval_ranks(img, txt, groups)
+        row: dict[str, Any] = {"epoch": epoch, "checkpoint": str(path)}
+        for name in [f"R@{k}" for k in ks] + ["mrr"]:
+            vals = [{m["metric"]: m["value"] for m in EV.rank_metrics(r, ks)}[name] for r in (i2t, t2i)]
+            row[name] = float(np.mean(vals))
+        out["by_epoch"].append(row)
+    best = best_epoch(out["by_epoch"], cfg["select_metric"])
+    return {**out, "n_pairs": len(samples), "best_epoch": best["epoch"], "checkpoint": best["checkpoint"]}
 
 
 def _versions() -> dict[str, str]:

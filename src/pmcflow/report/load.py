@@ -96,7 +96,11 @@ class Results:
             cfg = yaml.safe_load(cpath.read_text(encoding="utf-8")) or {}
         res = results_dir or (cfg.get("paths") or {}).get("results") or "results"
         rpath = Path(res) if Path(res).is_absolute() else wd / res
-        run = run_name or (cfg.get("train") or {}).get("run")
+        run = run_name
+        if run is None and cfg.get("train"):
+            from pmcflow.runs import encoder_runs as configured_runs
+
+            run = ",".join(configured_runs(cfg["train"]))
         return cls(results_dir=rpath, workdir=wd, run_name=run, config=cfg)
 
     def path(self, rel: str) -> Path:
@@ -744,11 +748,13 @@ def pr_curves(res: Results, ev: dict[str, Any]) -> dict[tuple[str, str], pl.Data
 # Encoders and their evaluation
 # --------------------------------------------------------------------------------------------
 def _runs(res: Results, folder: str, marker: str) -> list[str]:
-    """Run folders under ``folder`` holding ``marker`` (only ``run_name`` when it is set)."""
+    """Run folders under ``folder`` holding ``marker``: those ``run_name`` lists (comma-separated,
+    in that order) when it is set, else every one found."""
     base = res.path(folder)
     runs = sorted(p.parent.name for p in base.glob(f"*/{marker}")) if base.is_dir() else []
     if res.run_name:
-        runs = [r for r in runs if r == res.run_name]
+        found = set(runs)
+        runs = [r for r in res.run_name.split(",") if r in found]
     return runs
 
 

@@ -464,3 +464,36 @@ def accuracy_bars(
     ax.legend(fontsize=7)
     fig.tight_layout()
     return footer(fig, provenance, smoke=smoke, width=110)
+
+
+def ablation(
+    points: Sequence[Mapping[str, object]],
+    runs: Sequence[str],
+    *,
+    provenance: str | None = None,
+    smoke: bool = False,
+) -> Figure:
+    """One group of bars per benchmark task, one bar per encoder run (the paper's text ablation,
+    Figure 1c): ``points`` are ``{"task": label, "run": run, "value": v, "ci": (lo, hi) | None}``."""
+    tasks = list(dict.fromkeys(str(p["task"]) for p in points))
+    fig = _fig(max(6.5, 1.1 * len(tasks) + 2.5), 3.8)
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(runs))
+    for j, run in enumerate(runs):
+        vals, lo, hi = [], [], []
+        for t in tasks:
+            p = next((q for q in points if q["task"] == t and q["run"] == run), None)
+            v = float(p["value"]) if p is not None and p["value"] is not None else np.nan  # type: ignore[arg-type]
+            ci = p.get("ci") if p is not None else None
+            vals.append(v)
+            lo.append(_err(v, ci[0]) if ci else 0.0)  # type: ignore[index]
+            hi.append(_err(ci[1], v) if ci else 0.0)  # type: ignore[index]
+        x = np.arange(len(tasks)) + (j - (len(runs) - 1) / 2) * width
+        ax.bar(x, vals, width, yerr=[lo, hi], capsize=2, label=run, color=PALETTE[j % len(PALETTE)])
+    ax.set_xticks(np.arange(len(tasks)))
+    ax.set_xticklabels([textwrap.fill(t, 16) for t in tasks], fontsize=7)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score (95 % CI)")
+    ax.set_title("Encoders per text variant on every benchmark task")
+    ax.legend(fontsize=7, ncol=min(3, len(runs)), loc="upper right")
+    return footer(fig, provenance, smoke=smoke)
