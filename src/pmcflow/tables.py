@@ -121,12 +121,18 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kw: Any) -> Ite
         os.fsync(fh.fileno())
 
 
-def _file_digest(path: str | os.PathLike[str], algorithm: str) -> str:
-    h = hashlib.new(algorithm)
+def file_digests(path: str | os.PathLike[str], algorithms: Sequence[str]) -> dict[str, str]:
+    """Hex digests of a file's bytes for each of ``algorithms`` (hashlib names), in one 1 MiB-block read."""
+    hs = [hashlib.new(a) for a in algorithms]
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+            for h in hs:
+                h.update(block)
+    return {a: h.hexdigest() for a, h in zip(algorithms, hs, strict=True)}
+
+
+def _file_digest(path: str | os.PathLike[str], algorithm: str) -> str:
+    return file_digests(path, (algorithm,))[algorithm]
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

@@ -47,7 +47,6 @@ import contextlib
 import fnmatch
 import functools
 import glob as globmod
-import hashlib
 import io
 import json
 import os
@@ -69,6 +68,7 @@ import yaml
 from PIL import Image
 
 from pmcflow.seeding import rng_for, seed_digest
+from pmcflow.tables import file_digests, file_sha256
 
 MODALITIES = ("radiology", "microscopy", "vlp", "mixed", "other")
 TASKS = ("retrieval", "zero_shot", "linear_probe")
@@ -979,13 +979,7 @@ def stable_split(
 
 
 def _hash_file(path: str) -> tuple[int, str]:
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(HASH_BLOCK):
-            h.update(chunk)
-            size += len(chunk)
-    return size, h.hexdigest()
+    return os.path.getsize(path), file_sha256(path)
 
 
 def benchmark_files(b: Benchmark, *, workers: int | None = None) -> list[dict[str, Any]]:
@@ -1106,14 +1100,8 @@ def convert_medmnist_npz(
 
 
 def _verify(path: Path, d: Download) -> tuple[bool, dict[str, Any]]:
-    md5, sha = hashlib.md5(), hashlib.sha256()
-    size = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(HASH_BLOCK):
-            md5.update(chunk)
-            sha.update(chunk)
-            size += len(chunk)
-    info = {"bytes": size, "md5": md5.hexdigest(), "sha256": sha.hexdigest()}
+    size = path.stat().st_size
+    info = {"bytes": size, **file_digests(path, ("md5", "sha256"))}
     ok = (d.md5 is None or d.md5 == info["md5"]) and (d.sha256 is None or d.sha256 == info["sha256"])
     ok = ok and (d.size is None or d.size == size)
     return ok, info

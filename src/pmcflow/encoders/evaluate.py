@@ -357,6 +357,21 @@ def load_labelled_images(spec: Mapping[str, Any]) -> tuple[list[str], list[str]]
     raise EvaluateError(f"zero-shot dataset kind must be 'dir' or 'parquet', not {kind!r}")
 
 
+def text_groups(texts: Sequence[str]) -> np.ndarray:
+    """A group id per text: the index of its first occurrence, so identical texts match each other."""
+    first: dict[str, int] = {}
+    return np.array([first.setdefault(t, i) for i, t in enumerate(texts)], dtype=np.int64)
+
+
+def class_embeddings(
+    encoder: Encoder, names: Sequence[str], templates: Sequence[str], batch_size: int
+) -> np.ndarray:
+    """Normalised (k, d) class embeddings: each class's prompts from ``templates``, averaged."""
+    prompts = [t.format(n) for n in names for t in templates]
+    emb = encoder.texts(prompts, batch_size).reshape(len(names), len(templates), -1).mean(axis=1)
+    return _normalize(emb)
+
+
 def zero_shot(
     encoder: Encoder,
     images: Iterable[Any] | np.ndarray,
@@ -367,10 +382,7 @@ def zero_shot(
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(classes, y_true, y_pred); ``images`` are PIL images or precomputed normalised embeddings."""
     classes = sorted(set(labels))
-    prompts = [[t.format(class_names.get(c, c)) for t in zs["templates"]] for c in classes]
-    flat = [p for group in prompts for p in group]
-    emb = encoder.texts(flat, batch_size).reshape(len(classes), len(zs["templates"]), -1).mean(axis=1)
-    cls_emb = _normalize(emb)
+    cls_emb = class_embeddings(encoder, [class_names.get(c, c) for c in classes], zs["templates"], batch_size)
     img_emb = images if isinstance(images, np.ndarray) else encoder.images(images, batch_size)
     y_pred = (img_emb @ cls_emb.T).argmax(axis=1)
     index = {c: i for i, c in enumerate(classes)}
@@ -381,6 +393,11 @@ def zero_shot(
 # ----------------------------------------------------------------------------------------------
 # The stage
 # ----------------------------------------------------------------------------------------------
+def mean_over_directions(by_direction: Sequence[Mapping[str, float]], ks: Sequence[int]) -> dict[str, float]:
+    """``R@K`` averaged over the retrieval directions given (``{metric: value}`` each)."""
+    return {f"R@{k}": float(np.mean([d[f"R@{k}"] for d in by_direction])) for k in ks} if by_direction else {}
+
+
 def _stable_subsample(keys: Sequence[str], n: int, seed: int) -> list[int]:
     from pmcflow.seeding import seed_digest
 
@@ -439,8 +456,7 @@ def evaluate_encoder(
         img_emb = encoder.images((s["image"] for s in samples), bs)
         txt_emb = encoder.texts(texts, bs)
         if cfg["group_identical_texts"]:
-            first: dict[str, int] = {}
-            groups = np.array([first.setdefault(t, i) for i, t in enumerate(texts)])
+            groups = text_groups(texts)
         else:
             groups = np.arange(len(samples))
         i2t, t2i = retrieval_ranks(img_emb, txt_emb, groups)
@@ -452,15 +468,13 @@ def evaluate_encoder(
             ]
         result["retrieval"]["n_pairs"] = len(samples)
         result["retrieval"]["n_text_groups"] = int(len(np.unique(groups)))
-        mean_r = {
-            f"R@{k}": float(
-                np.mean(
-                    [result["retrieval"][d][f"R@{k}"]["value"] for d in ("image_to_text", "text_to_image")]
-                )
-            )
-            for k in cfg["recall_at"]
-        }
-        result["retrieval"]["mean_over_directions"] = mean_r
+        result["retrieval"]["mean_over_directions"] = mean_over_directions(
+            [
+                {k: m["value"] for k, m in result["retrieval"][d].items()}
+                for d in ("image_to_text", "text_to_image")
+            ],
+            cfg["recall_at"],
+        )
         write_table(
             [
                 {
@@ -519,7 +533,8 @@ def evaluate_encoder(
     # (c) the configured benchmarks.
     from pmcflow.encoders import benchmarks as B
     from pmcflow.encoders.probe import FeatureCache
-    from pmcflow.encoders.suite import file_sha256, run_suite
+    from pmcflow.encoders.suite import run_suite
+    from pmcflow.tables import file_sha256
 
     benches = B.resolve_benchmarks(cfg["benchmarks"])
     for extra in benchmarks_yaml:  # e.g. the demo benchmarks the workflow built
@@ -533,20 +548,13 @@ def evaluate_encoder(
     if cache is not None:  # logged, not recorded: a cached and an uncached run write the same bytes
         say(f"{STAGE}: feature cache {cfg['feature_cache']}: {cache.hits} hits, {cache.misses} computed")
     result["_feature_cache"] = cache
-    write_table(_finite_rows(suite.robustness), ROBUSTNESS_SCHEMA, out / "robustness.parquet")
+    write_table(_finite(suite.robustness), ROBUSTNESS_SCHEMA, out / "robustness.parquet")
     write_json(out / "benchmarks.json", {"benchmarks": suite.used})
     _write_embeddings(out / "embeddings.npz", suite.embeddings, suite.labels)
 
     write_table(rows, METRICS_SCHEMA, out / "metrics.parquet")
     write_json(out / "metrics.json", _finite({k: v for k, v in result.items() if not k.startswith("_")}))
     return result
-
-
-def _finite_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
-        for r in rows
-    ]
 
 
 def _write_embeddings(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,14 +44,6 @@ class SuiteResult:
     summary: dict[str, Any] = field(default_factory=dict)  # per benchmark and task, for metrics.json
     embeddings: dict[str, np.ndarray] = field(default_factory=dict)  # benchmark -> test image features
     labels: dict[str, list[str]] = field(default_factory=dict)
-
-
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _digest(files: Sequence[Mapping[str, Any]]) -> str:
@@ -134,8 +125,7 @@ def _retrieval(
     data = B.load_retrieval(b)
     if len(data) < 2:
         return {"skipped": f"{len(data)} pairs (need >= 2)"}
-    first: dict[str, int] = {}
-    groups = np.array([first.setdefault(t, i) for i, t in enumerate(data.texts)])
+    groups = EV.text_groups(data.texts)
     txt = feats.encoder.texts(list(data.texts), feats.bs)
     per_pert: dict[Perturbation | None, tuple[np.ndarray, np.ndarray]] = {}
     for p in [None, *perts]:
@@ -164,7 +154,7 @@ def _retrieval(
                     "retrieval", b.name, "mrr", base, by, n_boot, ci, seed + 7 + d_i, alpha
                 )
             ]
-    mean = {f"R@{k}": float(np.mean([summary[d][f"R@{k}"] for d in directions])) for k in ks if directions}
+    mean = EV.mean_over_directions([summary[d] for d in directions], ks)
     summary["mean_over_directions"] = mean
     big = [k for k in ks if k in (10, 50, 200)]
     if big and directions:  # the paper's summary: the mean of R@10/50/200 over both directions
@@ -217,10 +207,7 @@ def _classification(
     out.labels[b.name] = [data.labels[i] for i in test]
     templates = list(b.templates) or list(cfg["zero_shot"]["templates"])
     if "zero_shot" in b.tasks:
-        prompts = [t.format(n) for n in names for t in templates]
-        cls = EV._normalize(
-            feats.encoder.texts(prompts, bs).reshape(len(names), len(templates), -1).mean(axis=1)
-        )
+        cls = EV.class_embeddings(feats.encoder, names, templates, bs)
         preds = {p: (f @ cls.T).argmax(axis=1) for p, f in test_feats.items()}
         metrics = EV.classification_metrics(y[test], preds[None], data.classes, n_boot, ci, seed=seed + 3)
         out.rows += [{"task": "zero_shot", "dataset": b.name, "direction": None, **m} for m in metrics]

@@ -571,18 +571,17 @@ def select_epoch(
 
         torch.set_num_threads(int(cfg["threads"]))
     texts = [s["text"] for s in samples]
-    first: dict[str, int] = {}
-    groups = np.array([first.setdefault(t, i) for i, t in enumerate(texts)])
+    groups = EV.text_groups(texts)
     ks = sorted({int(m[2:]) for m in SELECT_METRICS if m.startswith("R@")})
     device = "cuda" if str(cfg["device"]).startswith("cuda") else "cpu"
     for epoch, path in epochs:
         enc = EV.Encoder(model_id, str(path), device)
         img, txt = enc.images((s["image"] for s in samples), 64), enc.texts(texts, 64)
         i2t, t2i = EV.retrieval_ranks(img, txt, groups)
+        by_direction = [{m["metric"]: m["value"] for m in EV.rank_metrics(r, ks)} for r in (i2t, t2i)]
         row: dict[str, Any] = {"epoch": epoch, "checkpoint": str(path)}
         for name in [f"R@{k}" for k in ks] + ["mrr"]:
-            vals = [{m["metric"]: m["value"] for m in EV.rank_metrics(r, ks)}[name] for r in (i2t, t2i)]
-            row[name] = float(np.mean(vals))
+            row[name] = float(np.mean([d[name] for d in by_direction]))
         out["by_epoch"].append(row)
     best = best_epoch(out["by_epoch"], cfg["select_metric"])
     return {**out, "n_pairs": len(samples), "best_epoch": best["epoch"], "checkpoint": best["checkpoint"]}
