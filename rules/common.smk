@@ -169,6 +169,10 @@ def decompose_model_input(wildcards):
 
 
 DEMO_BENCHMARKS = f"{RESULTS}/benchmarks"
+# The evaluate section a trained run's evaluation takes: without the baselines and the embedding
+# analysis, so adding a baseline does not re-evaluate the runs (rules/evaluate.smk).
+EVALUATE = {k: v for k, v in config["evaluate"].items() if k not in ("baselines", "embedding")}
+BASELINES = dict(config["evaluate"]["baselines"])
 
 
 def demo_benchmarks_input(wildcards):

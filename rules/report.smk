@@ -32,7 +32,16 @@ REPORT_INPUTS = {
     "training": (
         *(f"{RESULTS}/encoders/{r}" for r in ENCODER_RUNS),
         *(f"{RESULTS}/evaluation/{r}/metrics.json" for r in ENCODER_RUNS),
+        *(f"{d}/metrics.json" for d in BASELINE_DIRS.values()),
+        *([f"{RESULTS}/evaluation/embeddings/embeddings.json"] if EMBEDDING_MODELS else []),
     ),
+}
+
+REPORT_CONFIG = {
+    "dataset": ("train", "shard", "filter"),  # tokenizer and text fields; modality classifier
+    "detector": ("detector",),  # detector.train off: an old model's record is not this run's
+    "enrichment": ("enrich",),
+    "training": ("train", "evaluate"),  # runs and their texts; baselines; embedding analysis
 }
 
 for _name, _inputs in REPORT_INPUTS.items():
@@ -54,6 +63,9 @@ for _name, _inputs in REPORT_INPUTS.items():
             results=lambda wc, output: str(Path(output.html).parent.parent),
             run=",".join(ENCODER_RUNS),  # the report's runs, in the configured order
             report=REPORT,
+            # The config sections the report reads (stages turned off, the train texts, the
+            # baselines), so what it says never depends on which other jobs finished first.
+            config={k: config[k] for k in REPORT_CONFIG[_name]},
             code=code_version("scripts/report.py", f"notebooks/{_name}.ipynb"),
         log:
             f"{LOGS}/report/{_name}.log",

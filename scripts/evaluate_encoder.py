@@ -1,4 +1,5 @@
-"""Rule evaluate_encoder: retrieval Recall@K and zero-shot metrics (pmcflow.encoders.evaluate)."""
+"""Rules evaluate_encoder and evaluate_baseline: retrieval Recall@K, zero-shot and the configured
+benchmarks of a trained run or a baseline model (pmcflow.encoders.evaluate)."""
 from pathlib import Path
 
 from pmcflow.workflow import start_rule_log
@@ -8,12 +9,14 @@ start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 from pmcflow.encoders.evaluate import evaluate_encoder  # noqa: E402
 
 sm = snakemake  # noqa: F821
+baseline = sm.wildcards.get("baseline")
 evaluate_encoder(
     dict(sm.params.evaluate),
     int(sm.params.seed),
-    sm.input.encoder,
+    None if baseline else sm.input.encoder,
     sm.input.shards,
     str(Path(sm.output.metrics).parent),
+    baseline=baseline,
     benchmarks_yaml=[Path(sm.input.benchmarks) / "benchmarks.yaml"]
     if "benchmarks" in sm.input.keys()
     else [],

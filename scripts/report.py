@@ -11,7 +11,7 @@ render_report(
     sm.params.name,
     {
         "results_dir": sm.params.results,
-        "config": None,
+        "config": dict(sm.params.config),  # the config sections this report reads (rules/report.smk)
         "run_name": sm.params.run,
         "workdir": ".",
         "n_examples": int(opts["n_examples"]),

@@ -29,7 +29,10 @@ CASES: dict[str, set[str]] = {
     # open_clip's sample order is set here, so it decides the weights.
     # The reports reach it too: the dataset report reads the encoder's tokenizer settings
     # (report/load.py imports encoders.train, which reaches launch, shard and enrich code).
-    "encoders/launch.py": {"train_encoder"} | REPORTS,
+    # A baseline's evaluation builds its model folder with the train stage's code (encoders.train).
+    "encoders/launch.py": {"train_encoder", "evaluate_baseline"} | REPORTS,
+    # the embedding analysis between the evaluated models is its rule's alone
+    "encoders/compare.py": {"compare_embeddings"},
     # the renderer draws panel letters; decompose reads caption letters with the enrich splitter
     "synth/labels.py": {"render_shard", "render_merge"},
     "enrich/rules.py": {"decompose_chunk", "enrich_chunk"},
@@ -108,6 +111,8 @@ def test_every_rule_hashes_its_own_script(repo_root):
         # detector training and the modality classifier are seeded
         ("seed: 7\n", {"render_shard", "train_detector", "evaluate_detector", "shard", "train_encoder",
                        "evaluate_encoder", "phash_chunk", "filter_chunk", "demo_benchmarks"}),
+        # a baseline is evaluated on its own: the trained runs' evaluations stay
+        ("evaluate:\n  baselines:\n    untrained: {model: tiny-vit-bpe, note: reworded}\n", {"evaluate_baseline"}),
     ],
 )
 def test_a_config_key_reruns_the_stages_that_read_it(work, tmp_path, overlay, rules):

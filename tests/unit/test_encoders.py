@@ -310,3 +310,27 @@ def test_load_time_text_composition_tokenizes_the_chosen_fields(monkeypatch, tmp
                            {"shared_text.txt": "", "subcaption.txt": "", "txt": "old"},
                            {"shared_text.txt": "Lead.", "subcaption.txt": "(b)  MRI", "txt": "old"}])))  # fmt: skip
     assert [s["txt"] for s in out] == ["(a) CT", "Lead. | (b) MRI"]
+
+
+def test_evaluate_settings_come_from_the_schema_alone() -> None:
+    """The evaluate stage keeps no defaults of its own: an empty section is the schema's defaults."""
+    from pmcflow.config import ConfigError, load_schema
+
+    cfg = EV.resolve_config({})
+    props = load_schema()["properties"]["evaluate"]["properties"]
+    for key in ("split", "bootstrap", "ci", "batch_size", "max_pairs", "feature_cache"):
+        assert cfg[key] == props[key]["default"], key
+    zs = props["zero_shot"]["properties"]
+    assert (
+        cfg["zero_shot"]["templates"] == zs["templates"]["default"]
+        and cfg["zero_shot"]["label_column"] == "modality"
+    )
+    assert cfg["robustness"] == {"perturbations": {}, "alpha": 0.01}
+    assert cfg["embedding"] == {"enabled": True, "max_images": 1000, "permutations": 100, "perplexity": 30}
+    assert EV.resolve_config({"recall_at": [50, 1]})["recall_at"] == [1, 50]
+    with pytest.raises(ConfigError, match=r"evaluate\.zero_shot\.nope: unknown key"):
+        EV.resolve_config({"zero_shot": {"nope": 1}})
+    with pytest.raises(ConfigError, match=r"evaluate\.bootstrap"):
+        EV.resolve_config({"bootstrap": -1})
+    with pytest.raises(ConfigError, match=r"evaluate\.baselines\.x: 'model' is a required property"):
+        EV.resolve_config({"baselines": {"x": {"pretrained": None}}})

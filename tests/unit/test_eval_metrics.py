@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from PIL import Image
 from scipy.spatial.distance import cdist
@@ -411,3 +412,54 @@ def test_plot_tsne_bytes_reproducible(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "sub"]  # no temp files left
     with pytest.raises(EM.EmbeddingError, match="labels"):
         EM.plot_tsne(pts, labels[:5], tmp_path / "c.png")
+
+
+# ------------------------------------------------------------------------------------------------
+# Comparing evaluated models (rule compare_embeddings)
+# ------------------------------------------------------------------------------------------------
+def _npz(path: Path, arrays: dict[str, np.ndarray]) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def test_compare_models_known_answers(tmp_path: Path) -> None:
+    from pmcflow.encoders import compare as CM
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(40, 6)).astype(np.float32)
+    labels = np.asarray(["a"] * 20 + ["b"] * 20)
+    models = {
+        "m1": _npz(tmp_path / "m1.npz", {"bench": base, "bench:labels": labels, "only-m1": base}),
+        "same": _npz(tmp_path / "same.npz", {"bench": base.copy(), "bench:labels": labels}),
+        "shifted": _npz(tmp_path / "shifted.npz", {"bench": base + 3.0, "bench:labels": labels}),
+        "wide": _npz(tmp_path / "wide.npz", {"bench": np.tile(base, (1, 2)), "bench:labels": labels}),
+    }
+    settings = {"max_images": 30, "permutations": 50, "perplexity": 10}
+    out = CM.compare_models(models, settings, 5, tmp_path / "out")
+    mmd = {
+        (r["model_a"], r["model_b"]): r for r in pl.read_parquet(tmp_path / "out" / "mmd.parquet").to_dicts()
+    }
+    assert len(mmd) == 6  # every pair of the four models
+    # The same embeddings: MMD^2 <= 0 (unbiased) and every permutation ties or beats it.
+    assert mmd[("m1", "same")]["mmd2"] <= 1e-12 and mmd[("m1", "same")]["p_value"] > 0.5
+    # Shifted by 3 in every dimension: far apart, the smallest p a 50-permutation test gives.
+    assert mmd[("m1", "shifted")]["p_value"] == pytest.approx(1 / 51) and mmd[("m1", "shifted")]["mmd2"] > 0.5
+    # Different widths cannot be pooled: a row that says why, no numbers.
+    assert "widths differ" in mmd[("m1", "wide")]["skipped"] and mmd[("m1", "wide")]["mmd2"] is None
+    assert mmd[("m1", "same")]["n"] == 30 and mmd[("m1", "same")]["skipped"] is None
+    tsne = pl.read_parquet(tmp_path / "out" / "tsne.parquet")
+    assert tsne.group_by("model").len().sort("model")["len"].to_list() == [30] * 4
+    idx = tsne.filter(pl.col("model") == "m1")["index"].to_list()
+    assert idx == sorted(idx) and len(set(idx)) == 30 and idx == CM.subset(40, 30, 5, "bench").tolist()
+    assert tsne.filter(pl.col("model") == "m1")["label"].to_list() == labels[idx].tolist()
+    assert out["benchmarks"]["bench"]["tsne_png"] == "tsne/bench.png"
+    assert (tmp_path / "out" / "tsne" / "bench.png").read_bytes()[:4] == b"\x89PNG"
+    assert "not by every model" in out["benchmarks"]["only-m1"]["skipped"]
+    # Byte-reproducible; a different seed draws another subset.
+    CM.compare_models(models, settings, 5, tmp_path / "again")
+    for name in ("mmd.parquet", "tsne.parquet", "embeddings.json", "tsne/bench.png"):
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+    assert CM.subset(40, 30, 6, "bench").tolist() != idx
+    assert CM.subset(10, 30, 5, "bench").tolist() == list(range(10))
+    with pytest.raises(CM.CompareError, match="two or more"):
+        CM.compare_models({"m1": models["m1"]}, settings, 5, tmp_path / "one")

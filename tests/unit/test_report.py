@@ -95,6 +95,7 @@ def test_rejections_deduplicated_with_examples(early: Results) -> None:
         sections.encoder_training,
         sections.retrieval,
         sections.zero_shot,
+        sections.embeddings,
     ],
 )
 def test_every_section_says_not_run_on_an_empty_results_dir(tmp_path: Path, section) -> None:  # type: ignore[no-untyped-def]
@@ -420,6 +421,74 @@ def test_retrieval_and_zero_shot_show_chance_cis_and_provenance(tmp_path: Path) 
     assert row[header.index("majority acc")] == "0.500"
     assert re.fullmatch(r"\[\d\.\d{3}, \d\.\d{3}\]", row[header.index("accuracy CI")])
     assert "smoke-test model" in text and any(isinstance(p, html.Png) for p in zs)
+
+
+def test_baselines_are_shown_beside_the_runs_with_their_provenance(tmp_path: Path) -> None:
+    _write_evaluation(tmp_path, "tiny", n_train=204, model="tiny-vit-bpe", epochs=2)
+    _write_evaluation(tmp_path, "baselines/untrained", n_train=1, model="x", epochs=1)
+    _write_evaluation(tmp_path, "baselines/hub", n_train=1, model="x", epochs=1)
+    rec = {
+        "name": "untrained",
+        "model": "tiny-vit-bpe",
+        "weights": "random initialisation (seed 1): the chance floor",
+    }
+    path = tmp_path / "evaluation/baselines/untrained/metrics.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "baseline": rec}))
+    res = Results(results_dir=tmp_path, workdir=tmp_path)
+    assert load.evaluated_models(res) == ["tiny", "baseline:hub", "baseline:untrained"]
+    assert load.evaluation_dir("baseline:hub") == "evaluation/baselines/hub"
+    # The config's order wins, and a configured baseline without outputs is not listed.
+    cfg = {"evaluate": {"baselines": {"untrained": {}, "hub": {}, "missing": {}}}}
+    assert load.evaluated_models(Results(results_dir=tmp_path, workdir=tmp_path, config=cfg)) == [
+        "tiny",
+        "baseline:untrained",
+        "baseline:hub",
+    ]
+    text = _html(sections.retrieval(res))
+    assert [r[0] for r in _table_rows(text, "baseline:untrained")][:1] == ["baseline:untrained"]
+    assert "baseline model, evaluated by the same code: tiny-vit-bpe, random initialisation" in text
+    assert "no baseline record in evaluation/baselines/hub/metrics.json" in text
+
+
+def test_embedding_section_shows_tsne_and_mmd_per_benchmark(tmp_path: Path) -> None:
+    from pmcflow.encoders import compare as CM
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(12, 4)).astype(np.float32)
+    for name, arr in (("a", x), ("b", x + 2.0)):
+        np.savez(tmp_path / f"{name}.npz", bench=arr)
+    out = tmp_path / "evaluation/embeddings"
+    CM.compare_models(
+        {"a": tmp_path / "a.npz", "b": tmp_path / "b.npz"},
+        {"max_images": 10, "permutations": 20, "perplexity": 5},
+        0,
+        out,
+    )
+    parts = sections.embeddings(Results(results_dir=tmp_path, workdir=tmp_path))
+    text = _html(parts)
+    assert "bench: 10 of 12 test images" in text and "20 permutations" in text
+    (row,) = _table_rows(text, "a")
+    assert row[:3] == ["a", "b", "10"] and row[4] == f"{1 / 21:.4f}"
+    assert sum(isinstance(p, html.Png) for p in parts) == 1
+    off = Results(
+        results_dir=tmp_path / "none",
+        workdir=tmp_path,
+        config={"evaluate": {"embedding": {"enabled": False}}},
+    )
+    assert "evaluate.embedding.enabled: false" in _html(sections.embeddings(off))
+
+
+def test_results_take_the_workflow_config_itself(tmp_path: Path) -> None:
+    """The report rules pass the run's config, so the tokenizer (and the texts) a report shows
+    never depend on whether a training job happened to finish before the report ran."""
+    cfg = {"train": {"model": "tiny-vit-bpe"}, "paths": {"results": "r"}}
+    res = Results.from_params(None, config=cfg, workdir=str(tmp_path))
+    assert res.results_dir == tmp_path / "r" and res.config["train"]["model"] == "tiny-vit-bpe"
+    (tmp_path / "r/encoders/run").mkdir(parents=True)
+    (tmp_path / "r/encoders/run/train.json").write_text(json.dumps({"model": "tiny-vit-minilm"}))
+    assert load.configured_model(res) == ("tiny-vit-bpe", "config train.model")
+    bare = Results.from_params(None, config=None, workdir=str(tmp_path))
+    assert bare.config == {}
 
 
 def test_full_scale_encoder_is_not_labelled_smoke_test(tmp_path: Path) -> None:

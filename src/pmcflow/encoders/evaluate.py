@@ -17,6 +17,11 @@
   retrieval, zero-shot, linear probe and robustness to perturbations, with the files read and
   their sha256 recorded (:mod:`pmcflow.encoders.suite`).
 
+* **Baselines** (``baselines``): any open_clip model name, ``hf-hub:<org>/<name>`` (BiomedCLIP and
+  other hub checkpoints), ``local-dir:<dir>`` or a shipped config, with open_clip pretrained
+  weights (a tag or a checkpoint file) or none -- a seeded random initialisation, the chance floor
+  -- evaluated by the same code as the trained runs (:func:`baseline_encoder`).
+
 Outputs: ``metrics.parquet`` (long format), ``metrics.json``, ``retrieval_ranks.parquet``,
 ``robustness.parquet``, ``benchmarks.json`` (each benchmark's definition and files with sha256) and
 ``embeddings.npz`` (the test image features of each benchmark, for embedding analysis).
@@ -40,33 +45,6 @@ from pmcflow.tables import write_json, write_table
 
 STAGE = "evaluate_encoder"
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
-
-DEFAULTS: dict[str, Any] = {
-    "split": "test",
-    "device": "cpu",
-    "threads": None,  # torch intra-op threads for this process (null: leave as is)
-    "batch_size": 64,
-    "recall_at": [1, 10, 50, 200],
-    "group_identical_texts": True,
-    "max_pairs": None,
-    "bootstrap": 1000,
-    "ci": 0.95,
-    "zero_shot": {},
-    # Benchmarks as data (pmcflow.encoders.benchmarks, pmcflow.encoders.suite).
-    "benchmarks": [],
-    "linear_probe": {},  # pmcflow.encoders.probe.ProbeSettings (the paper: 40 epochs, lr 0.1, cosine)
-    "robustness": {},
-    "feature_cache": None,  # folder of cached image features (null: no cache)
-    "build_demo_benchmarks": False,  # a workflow switch: the rule passes the built folder's YAML
-}
-ROBUSTNESS_DEFAULTS: dict[str, Any] = {"perturbations": {}, "alpha": 0.01}
-ZS_DEFAULTS: dict[str, Any] = {
-    "label_column": "modality",
-    "templates": ["a {} image.", "a biomedical {} image.", "a figure panel showing {}."],
-    "class_names": {},
-    "min_classes": 2,
-    "datasets": [],
-}
 
 METRICS_SCHEMA = pa.schema(
     [
@@ -110,29 +88,17 @@ RANKS_SCHEMA = pa.schema(
 )
 
 
-class EvaluateError(RuntimeError):
-    pass
+class EvaluateError(ValueError):
+    """A user error: a bad evaluate setting, an unknown baseline, a model that cannot be loaded."""
 
 
 def resolve_config(cfg_eval: Mapping[str, Any] | None) -> dict[str, Any]:
-    user = dict(cfg_eval or {})
-    unknown = sorted(set(user) - set(DEFAULTS))
-    if unknown:
-        raise EvaluateError(f"unknown evaluate keys: {unknown}")
-    cfg = {**DEFAULTS, **user}
-    zs = dict(cfg.get("zero_shot") or {})
-    bad = sorted(set(zs) - set(ZS_DEFAULTS))
-    if bad:
-        raise EvaluateError(f"unknown evaluate.zero_shot keys: {bad}")
-    cfg["zero_shot"] = {**ZS_DEFAULTS, **zs}
+    """The ``evaluate`` section with the schema's defaults (the one place they live), checked: an
+    unknown key or a bad value raises :class:`pmcflow.config.ConfigError` naming its path."""
+    from pmcflow.config import section
+
+    cfg = section({"evaluate": dict(cfg_eval or {})}, "evaluate")
     cfg["recall_at"] = sorted(int(k) for k in cfg["recall_at"])
-    rob = dict(cfg.get("robustness") or {})
-    bad = sorted(set(rob) - set(ROBUSTNESS_DEFAULTS))
-    if bad:
-        raise EvaluateError(f"unknown evaluate.robustness keys: {bad}")
-    cfg["robustness"] = {**ROBUSTNESS_DEFAULTS, **rob}
-    cfg["linear_probe"] = dict(cfg.get("linear_probe") or {})
-    cfg["benchmarks"] = list(cfg.get("benchmarks") or [])
     return cfg
 
 
@@ -275,19 +241,33 @@ def classification_metrics(
 # Model and data
 # ----------------------------------------------------------------------------------------------
 class Encoder:
-    """An open_clip model loaded from a training run, with its preprocessing and tokenizer."""
+    """An open_clip model with its preprocessing and tokenizer: a training run's checkpoint, or
+    ``pretrained`` weights (an open_clip tag or a checkpoint file; an ``hf-hub:`` id brings its
+    own), or -- neither given -- a random initialisation drawn from ``init_seed``."""
 
-    def __init__(self, model_id: str, checkpoint: str | None, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        model_id: str,
+        checkpoint: str | None,
+        device: str = "cpu",
+        *,
+        pretrained: str | None = None,
+        init_seed: int = 0,
+    ) -> None:
         import open_clip
         import torch
 
         self.torch = torch
         self.device = torch.device(device)
+        torch.manual_seed(int(init_seed))  # the weights a checkpoint does not overwrite
+        # A weights file is loaded after creation: open_clip ignores `pretrained` for local-dir models.
+        weights_file = pretrained if pretrained and Path(pretrained).is_file() else None
         model, _, preprocess = open_clip.create_model_and_transforms(
-            model_id, pretrained=None, device=self.device
+            model_id, pretrained=None if weights_file else pretrained, device=self.device
         )
-        if checkpoint:
-            open_clip.load_checkpoint(model, checkpoint, device=self.device)
+        for ckpt in (weights_file, checkpoint):
+            if ckpt:
+                open_clip.load_checkpoint(model, ckpt, device=self.device)
         model.eval()
         self.model = model
         self.preprocess = preprocess
@@ -405,31 +385,98 @@ def _stable_subsample(keys: Sequence[str], n: int, seed: int) -> list[int]:
     return sorted(order[:n])
 
 
+def baseline_encoder(
+    name: str, spec: Mapping[str, Any], out_dir: str | os.PathLike[str], seed: int, device: str = "cpu"
+) -> tuple[Encoder, dict[str, Any]]:
+    """The baseline ``spec`` (``{model, pretrained, note}`` of ``evaluate.baselines``) as an
+    :class:`Encoder`, and its record for ``metrics.json``.
+
+    ``model``: an open_clip model name (``ViT-B-16``), ``hf-hub:<org>/<name>`` (weights and config
+    from the hub, or from the local Hugging Face cache when offline), ``local-dir:<dir>`` or a
+    config shipped with pmcflow (copied into ``<out_dir>/model`` with its tokenizer, as training
+    does).  ``pretrained``: an open_clip tag (``openai``), a checkpoint file, or null: random
+    initialisation from ``seed`` -- no learned weights, the chance floor to read the others by.
+    """
+    from pmcflow.encoders import train as TR
+
+    model = str(spec["model"])
+    pretrained = spec.get("pretrained")
+    model_dir = Path(out_dir) / "model"
+    model_id = TR.prepare_model_dir(model, model_dir)
+    if not model_id.startswith(TR.LOCAL_DIR):  # loaded by name: the folder says so
+        model_dir.mkdir(parents=True, exist_ok=True)
+        (model_dir / "README.txt").write_text(
+            f"{model}: loaded by open_clip by name (pretrained={pretrained!r}); nothing copied here.\n",
+            encoding="utf-8",
+        )
+    hub = model.startswith("hf-hub:")
+    if model_id.startswith(TR.LOCAL_DIR) and pretrained is not None and not Path(pretrained).is_file():
+        raise EvaluateError(
+            f"baseline {name!r}: {model} is a local config, so pretrained must be a checkpoint file, "
+            f"not {pretrained!r}"
+        )
+    if pretrained is None and not hub:
+        weights = f"random initialisation (seed {seed}): no learned weights, the chance floor"
+    elif hub:
+        weights = f"the hub checkpoint of {model}"
+    else:
+        weights = f"open_clip pretrained={pretrained}"
+    try:
+        encoder = Encoder(model_id, None, device, pretrained=pretrained, init_seed=seed)
+    except Exception as exc:  # noqa: BLE001 - hub offline, unknown name, bad file: say which baseline
+        raise EvaluateError(
+            f"baseline {name!r}: cannot load {model} (pretrained={pretrained!r}): {type(exc).__name__}: {exc}"
+        ) from exc
+    record = {
+        "name": name,
+        "model": model,
+        "pretrained": pretrained,
+        "weights": weights,
+        "random_init": pretrained is None and not hub,
+        "note": spec.get("note"),
+    }
+    return encoder, record
+
+
 def evaluate_encoder(
     cfg_eval: Mapping[str, Any] | None,
     seed: int,
-    train_dir: str | os.PathLike[str],
+    train_dir: str | os.PathLike[str] | None,
     shards_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     *,
     checkpoint: str | None = None,
     model_id: str | None = None,
+    baseline: str | None = None,
     benchmarks_yaml: Sequence[str | os.PathLike[str]] = (),
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate the run in ``train_dir`` (its ``train.json``) on ``shards_dir``; write to ``out_dir``."""
+    """Evaluate the run in ``train_dir`` (its ``train.json``) -- or, with ``baseline``, the model
+    ``evaluate.baselines[baseline]`` names -- on ``shards_dir``; write to ``out_dir``."""
     cfg = resolve_config(cfg_eval)
     say = log or (lambda msg: print(msg, file=sys.stderr))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    train = json.loads((Path(train_dir) / "train.json").read_text(encoding="utf-8"))
-    model_id = model_id or train["model_id"]
-    checkpoint = checkpoint or train["checkpoint"]
     if cfg["threads"]:
         import torch
 
         torch.set_num_threads(int(cfg["threads"]))
-    encoder = Encoder(model_id, checkpoint, cfg["device"])
+    base_rec: dict[str, Any] | None = None
+    if baseline is not None:
+        if baseline not in cfg["baselines"]:
+            raise EvaluateError(
+                f"no baseline {baseline!r} in evaluate.baselines (have: {sorted(cfg['baselines'])})"
+            )
+        encoder, base_rec = baseline_encoder(baseline, cfg["baselines"][baseline], out, seed, cfg["device"])
+        model_id, checkpoint = base_rec["model"], None
+        say(f"{STAGE}: baseline {baseline}: {base_rec['model']} ({base_rec['weights']})")
+    else:
+        if train_dir is None:
+            raise EvaluateError("give a training run's folder (train_dir) or a baseline name")
+        train = json.loads((Path(train_dir) / "train.json").read_text(encoding="utf-8"))
+        model_id = model_id or train["model_id"]
+        checkpoint = checkpoint or train["checkpoint"]
+        encoder = Encoder(model_id, checkpoint, cfg["device"])
     bs = int(cfg["batch_size"])
     n_boot, ci = int(cfg["bootstrap"]), float(cfg["ci"])
     rows: list[dict[str, Any]] = []
@@ -439,6 +486,7 @@ def evaluate_encoder(
         "config": cfg,
         "model_id": model_id,
         "checkpoint": checkpoint,
+        "baseline": base_rec,
         "split": cfg["split"],
         "retrieval": {},
         "zero_shot": {},
@@ -540,7 +588,15 @@ def evaluate_encoder(
     for extra in benchmarks_yaml:  # e.g. the demo benchmarks the workflow built
         benches += B.read_benchmarks_yaml(extra)
     cache = FeatureCache(cfg["feature_cache"]) if cfg["feature_cache"] else None
-    model_key = {"model_id": model_id, "checkpoint_sha256": file_sha256(checkpoint) if checkpoint else None}
+    model_key: dict[str, Any] = {
+        "model_id": model_id,
+        "checkpoint_sha256": file_sha256(checkpoint) if checkpoint else None,
+    }
+    if base_rec is not None:  # weights from a file, named by tag or hub id, or drawn from the seed
+        pre = base_rec["pretrained"]
+        if pre is not None and Path(pre).is_file():
+            model_key["checkpoint_sha256"] = base_rec["pretrained_sha256"] = file_sha256(pre)
+        model_key |= {"pretrained": pre, "init_seed": seed if base_rec["random_init"] else None}
     suite = run_suite(encoder, benches, cfg, seed, model_key=model_key, cache=cache, say=say)
     rows += suite.rows
     result["benchmarks"] = suite.summary
@@ -592,7 +648,13 @@ def cli(argv: Sequence[str] | None = None) -> int:
     from pmcflow.config import load_config
 
     parser = argparse.ArgumentParser(prog="pmcflow evaluate-encoder", description=__doc__.splitlines()[0])
-    parser.add_argument("--train-dir", required=True, help="Output directory of `pmcflow train-encoder`.")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--train-dir", help="Output directory of `pmcflow train-encoder`.")
+    which.add_argument(
+        "--baseline",
+        metavar="NAME",
+        help="Evaluate the baseline evaluate.baselines.NAME of the config instead of a training run.",
+    )
     parser.add_argument("--shards", required=True, help="Output directory of `pmcflow shard`.")
     parser.add_argument("--out", required=True)
     parser.add_argument("--checkpoint", default=None, help="Another checkpoint of the same model.")
@@ -609,6 +671,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
         args.shards,
         args.out,
         checkpoint=args.checkpoint,
+        baseline=args.baseline,
     )
     brief = {
         "retrieval": res["retrieval"].get("mean_over_directions"),

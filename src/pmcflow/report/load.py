@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,14 +84,19 @@ class Results:
         cls,
         results_dir: str | None = None,
         *,
-        config: str | None = None,
+        config: str | Mapping[str, Any] | None = None,
         workdir: str = ".",
         run_name: str | None = None,
     ) -> Results:
-        """``results_dir`` wins; else ``paths.results`` of the config file; else ``results``."""
+        """``results_dir`` wins; else ``paths.results`` of the config; else ``results``.
+
+        ``config``: a config file, or a config mapping: the report rules pass the sections a report
+        reads, so what it says never depends on which other jobs happened to finish first."""
         wd = Path(workdir).resolve()
         cfg: dict[str, Any] = {}
-        if config:
+        if isinstance(config, Mapping):
+            cfg = dict(config)
+        elif config:
             cpath = Path(config) if Path(config).is_absolute() else wd / config
             cfg = yaml.safe_load(cpath.read_text(encoding="utf-8")) or {}
         res = results_dir or (cfg.get("paths") or {}).get("results") or "results"
@@ -768,6 +773,32 @@ def evaluation_runs(res: Results) -> list[str]:
     return _runs(res, "evaluation", "metrics.parquet")
 
 
+BASELINE = "baseline:"  # how a baseline's name is shown beside the runs' names
+
+
+def baselines(res: Results) -> list[str]:
+    """Evaluated baselines (``evaluation/baselines/<name>/metrics.parquet``): the config's
+    ``evaluate.baselines`` in its order when the config is known, else every one found."""
+    base = res.path("evaluation/baselines")
+    found = sorted(p.parent.name for p in base.glob("*/metrics.parquet")) if base.is_dir() else []
+    configured = ((res.config or {}).get("evaluate") or {}).get("baselines")
+    if isinstance(configured, Mapping):
+        return [b for b in configured if b in found]
+    return found
+
+
+def evaluated_models(res: Results) -> list[str]:
+    """Every evaluated model: the runs, then the baselines as ``baseline:<name>``."""
+    return [*evaluation_runs(res), *(BASELINE + b for b in baselines(res))]
+
+
+def evaluation_dir(name: str) -> str:
+    """The results folder of an evaluated model (a run, or ``baseline:<name>``)."""
+    if name.startswith(BASELINE):
+        return f"evaluation/baselines/{name[len(BASELINE) :]}"
+    return f"evaluation/{name}"
+
+
 def encoder_train(res: Results, run: str) -> dict[str, Any]:
     return _read_json(res.path(f"encoders/{run}/train.json"))
 
@@ -778,11 +809,11 @@ def encoder_steps(res: Results, run: str) -> pl.DataFrame | None:
 
 
 def evaluation_metrics(res: Results, run: str) -> pl.DataFrame:
-    return pl.read_parquet(res.path(f"evaluation/{run}/metrics.parquet"))
+    return pl.read_parquet(res.path(f"{evaluation_dir(run)}/metrics.parquet"))
 
 
 def evaluation_json(res: Results, run: str) -> dict[str, Any] | None:
-    path = res.path(f"evaluation/{run}/metrics.json")
+    path = res.path(f"{evaluation_dir(run)}/metrics.json")
     return _read_json(path) if path.is_file() else None
 
 
@@ -816,7 +847,7 @@ def splitter_quality(
 
 
 def retrieval_ranks(res: Results, run: str) -> pl.DataFrame | None:
-    path = res.path(f"evaluation/{run}/retrieval_ranks.parquet")
+    path = res.path(f"{evaluation_dir(run)}/retrieval_ranks.parquet")
     return pl.read_parquet(path) if path.is_file() else None
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pmcflow
-from pmcflow.report.load import Results
+from pmcflow.report.load import Results, evaluation_dir
 from pmcflow.tables import file_sha256
 
 SMOKE_MAX_EXAMPLES = 10_000
@@ -40,12 +40,13 @@ IN_RUN = "trained in this run"
 SHIPPED = "shipped"
 CONFIGURED = "configured"
 WEIGHT_FREE = "weight-free"
+BASELINE = "baseline"
 UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
 class Provenance:
-    kind: str  # one of SMOKE, IN_RUN, SHIPPED, CONFIGURED, WEIGHT_FREE, UNKNOWN
+    kind: str  # one of SMOKE, IN_RUN, SHIPPED, CONFIGURED, WEIGHT_FREE, BASELINE, UNKNOWN
     model: str  # what the model is, e.g. "ultralytics yolov8n.yaml"
     detail: str = ""  # how it was trained / where its weights come from
     source: str = ""  # the record this was read from
@@ -63,6 +64,7 @@ class Provenance:
             SHIPPED: "shipped model",
             CONFIGURED: "model named in the config",
             WEIGHT_FREE: "weight-free baseline",
+            BASELINE: "baseline model, evaluated by the same code",
             UNKNOWN: "model of unknown provenance",
         }[self.kind]
         text = f"{head}: {self.model}"
@@ -223,6 +225,15 @@ def encoder(res: Results, run: str, train: dict[str, Any] | None = None) -> Prov
         detail += f"; initialised from {cfg['pretrained']}"
     kind = SMOKE if _smoke(n, tiny) else (IN_RUN if n is not None else UNKNOWN)
     return Provenance(kind, name, detail, f"encoders/{run}/train.json")
+
+
+def baseline(res: Results, name: str) -> Provenance:
+    """A baseline (``evaluate.baselines``) from its ``metrics.json``: the model and its weights."""
+    rel = f"{evaluation_dir(name)}/metrics.json"
+    rec = (_read_json(res.path(rel)) or {}).get("baseline") or {}
+    if not rec:
+        return Provenance(UNKNOWN, name, f"no baseline record in {rel}")
+    return Provenance(BASELINE, str(rec.get("model")), str(rec.get("weights") or ""), rel)
 
 
 # --------------------------------------------------------------------------------------------

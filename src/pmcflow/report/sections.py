@@ -18,6 +18,7 @@ from pmcflow.report import provenance as prov
 from pmcflow.report.html import (
     Html,
     Part,
+    Png,
     cards,
     esc,
     figure_png,
@@ -861,7 +862,10 @@ def encoder_training(res: Results) -> list[Part]:
 
 
 def _eval_provenance_run(res: Results, run: str) -> prov.Provenance:
-    """The encoder an evaluation run scored: its training run's record (same run name)."""
+    """The encoder an evaluation run scored: its training run's record (same run name), or the
+    baseline's own record."""
+    if run.startswith(load.BASELINE):
+        return prov.baseline(res, run)
     p = prov.encoder(res, run)
     ev = load.evaluation_json(res, run) or {}
     if p.kind == prov.UNKNOWN and ev.get("model_id"):
@@ -870,7 +874,7 @@ def _eval_provenance_run(res: Results, run: str) -> prov.Provenance:
 
 
 def retrieval(res: Results) -> list[Part]:
-    runs = load.evaluation_runs(res)
+    runs = load.evaluated_models(res)
     if not runs:
         return [
             not_run(
@@ -955,7 +959,7 @@ def retrieval(res: Results) -> list[Part]:
 
 
 def zero_shot(res: Results) -> list[Part]:
-    runs = load.evaluation_runs(res)
+    runs = load.evaluated_models(res)
     if not runs:
         return [
             not_run(
@@ -1055,7 +1059,7 @@ def _benchmark_rows(res: Results, runs: Sequence[str]) -> pl.DataFrame:
 
 def benchmarks(res: Results) -> list[Part]:
     """Every configured benchmark and task for every encoder run, with CIs, and the files used."""
-    runs = load.evaluation_runs(res)
+    runs = load.evaluated_models(res)
     m = _benchmark_rows(res, runs)
     if not runs or m.height == 0:
         return [note("No benchmark was configured (evaluate.benchmarks, evaluate.build_demo_benchmarks).")]
@@ -1089,7 +1093,7 @@ def benchmarks(res: Results) -> list[Part]:
     ]
     used = []
     for run in runs[:1]:
-        path = res.path(f"evaluation/{run}/benchmarks.json")
+        path = res.path(f"{load.evaluation_dir(run)}/benchmarks.json")
         doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         for b in doc.get("benchmarks", []):
             files = b.get("files") or []
@@ -1110,9 +1114,9 @@ def benchmarks(res: Results) -> list[Part]:
 
 def ablation(res: Results) -> list[Part]:
     """The text ablation (seed 000, Figure 1c): each run's headline score on every benchmark task."""
-    runs = load.evaluation_runs(res)
+    runs = load.evaluated_models(res)  # the runs, then the baselines beside them
     m = _benchmark_rows(res, runs)
-    if len(runs) < 2 or m.height == 0:
+    if len(load.evaluation_runs(res)) < 2 or m.height == 0:
         return [
             note(
                 "One encoder run: set train.variants for the text ablation (one encoder per text composition)."
@@ -1126,11 +1130,14 @@ def ablation(res: Results) -> list[Part]:
     p = _eval_provenance_run(res, runs[0])
     texts = []
     for run in runs:
+        if run.startswith(load.BASELINE):
+            texts.append(f"{run}: {prov.baseline(res, run).label}")
+            continue
         cfg = (load.encoder_train(res, run) or {}).get("config") or {}
         texts.append(f"{run}: {' + '.join(cfg.get('text_fields') or ['the shards .txt'])}")
     return [
         _prov(p),
-        para("Training texts: " + "; ".join(texts) + "."),
+        para("Training texts (and the baselines beside them): " + "; ".join(texts) + "."),
         figure_png(plots.ablation(points, runs, provenance=p.label, smoke=p.is_smoke)),
     ]
 
@@ -1138,8 +1145,8 @@ def ablation(res: Results) -> list[Part]:
 def robustness(res: Results) -> list[Part]:
     """Perturbation robustness per run: ratio, delta with its paired bootstrap CI, Wilcoxon p."""
     parts: list[Part] = []
-    for run in load.evaluation_runs(res):
-        path = res.path(f"evaluation/{run}/robustness.parquet")
+    for run in load.evaluated_models(res):
+        path = res.path(f"{load.evaluation_dir(run)}/robustness.parquet")
         if not path.is_file():
             continue
         df = pl.read_parquet(path)
@@ -1168,3 +1175,55 @@ def robustness(res: Results) -> list[Part]:
             "correct or not) against the unperturbed ones; ratio = perturbed / base (the paper's robustness score); "
             "delta with a 95 % paired bootstrap CI; Wilcoxon signed-rank test, significant at the configured alpha.")))  # fmt: skip
     return parts or [note("No robustness evaluation ran (evaluate.robustness.perturbations is empty).")]
+
+
+def embeddings(res: Results) -> list[Part]:
+    """t-SNE maps per model and MMD permutation tests per pair of models (rule compare_embeddings)."""
+    summary_path = res.path("evaluation/embeddings/embeddings.json")
+    if not summary_path.is_file():
+        emb = ((res.config or {}).get("evaluate") or {}).get("embedding") or {}
+        why = (
+            "disabled in the config (evaluate.embedding.enabled: false)"
+            if emb.get("enabled") is False
+            else "it needs two or more evaluated models (encoder runs or evaluate.baselines)"
+        )
+        return [not_run("Embedding analysis", [summary_path], reason=why)]
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    mmd = pl.read_parquet(res.path("evaluation/embeddings/mmd.parquet"))
+    st = summary.get("settings") or {}
+    parts: list[Part] = [
+        para(
+            f"Models: {', '.join(summary.get('models') or [])}. At most {st.get('max_images')} test images per "
+            f"benchmark (the same seeded subset for every model); t-SNE perplexity {st.get('perplexity')} "
+            f"(clipped to (n − 1)/3), each model in its own map; MMD² (unbiased, RBF kernel at the median "
+            f"distance) with {st.get('permutations')} permutations: p = (1 + #null ≥ observed)/(1 + permutations), "
+            "null range = the smallest and largest permuted MMD²."
+        )
+    ]
+    for bench, info in sorted((summary.get("benchmarks") or {}).items()):
+        if info.get("skipped"):
+            parts.append(note(f"{bench}: not compared ({info['skipped']})."))
+            continue
+        parts.append(heading(f"{bench}: {info['n_used']} of {info['n_images']} test images", level=4))
+        png = res.path(f"evaluation/embeddings/{info['tsne_png']}")
+        if png.is_file():
+            parts.append(Png(png.read_bytes(), alt=f"t-SNE of the {bench} test image embeddings"))
+        rows = [
+            {
+                "model A": r["model_a"],
+                "model B": r["model_b"],
+                "n": r["n"],
+                "MMD²": r["mmd2"],
+                "p": r["p_value"],
+                "null range": None
+                if r["null_low"] is None
+                else f"[{r['null_low']:.4g}, {r['null_high']:.4g}]",
+                "bandwidth": r["bandwidth"],
+                "note": r["skipped"] or "",
+            }
+            for r in mmd.filter(pl.col("benchmark") == bench).iter_rows(named=True)
+        ]
+        parts.append(
+            table(rows, digits=4, caption=f"MMD permutation tests between the models' embeddings ({bench})")
+        )
+    return parts

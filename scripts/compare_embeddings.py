@@ -1,0 +1,19 @@
+"""Rule compare_embeddings: t-SNE maps and MMD tests between the evaluated models' image
+embeddings (pmcflow.encoders.compare)."""
+import logging
+from pathlib import Path
+
+from pmcflow.workflow import start_rule_log
+
+start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
+
+from pmcflow.encoders.compare import compare_models  # noqa: E402
+
+sm = snakemake  # noqa: F821
+compare_models(
+    dict(zip(sm.params.models, sm.input, strict=True)),
+    dict(sm.params.embedding),
+    int(sm.params.seed),
+    str(Path(sm.output.summary).parent),
+    log=logging.getLogger("pmcflow.compare").info,
+)
