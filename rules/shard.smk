@@ -1,12 +1,40 @@
 # Stage 8: WebDataset shards (open_clip reads them as-is), Parquet index, sizes.json, manifest.
+# Written per chunk in parallel (shard_chunk); a cheap global step (shard) links the chunks' tars
+# into one folder and writes sizes.json, the index and the manifest. A changed chunk rewrites only
+# its own shards.
+
+
+rule shard_chunk:
+    input:
+        dataset=f"{RESULTS}/filter/{{chunk}}/dataset.parquet",
+        # What the dataset rows point to: a crops folder that is gone (a killed decompose rerun)
+        # makes Snakemake rerun decompose_chunk; the stage itself refuses a dangling pointer.
+        crops=f"{RESULTS}/decompose/{{chunk}}/crops",
+    output:
+        directory(f"{RESULTS}/shard_chunks/{{chunk}}"),
+    params:
+        shard=config["shard"],
+        seed=config["seed"],
+        code=code_version("scripts/shard_chunk.py"),
+    log:
+        f"{LOGS}/shard/{{chunk}}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    container:
+        IMAGES["base"]
+    conda:
+        ENV
+    script:
+        "../scripts/shard_chunk.py"
 
 
 rule shard:
     input:
+        parts=per_chunk(f"{RESULTS}/shard_chunks/{{chunk}}"),
+        # the chunks' inputs: column types of the sample json (schemas only; no rows re-read)
         dataset=per_chunk(f"{RESULTS}/filter/{{chunk}}/dataset.parquet"),
-        # What the dataset rows point to: a crops folder that is gone (a killed decompose rerun)
-        # makes Snakemake rerun decompose_chunk; the stage itself refuses a dangling pointer.
-        crops=per_chunk(f"{RESULTS}/decompose/{{chunk}}/crops"),
     output:
         directory(f"{RESULTS}/shards"),
     params:
@@ -17,8 +45,8 @@ rule shard:
         f"{LOGS}/shard/shard.log",
     threads: 1
     resources:
-        mem_mb=16000,
-        runtime=720,
+        mem_mb=8000,
+        runtime=60,
     container:
         IMAGES["base"]
     conda:

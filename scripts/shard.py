@@ -1,9 +1,11 @@
-"""Rule shard: filtered dataset -> WebDataset tars, index, sizes.json, manifest (pmcflow.shard)."""
+"""Rule shard: the chunks' shards -> one folder with sizes.json, index, manifest (pmcflow.shard)."""
 from pmcflow.workflow import start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
-from pmcflow.shard import shard_dataset  # noqa: E402
+from pmcflow.shard import assemble_shards  # noqa: E402
 
 sm = snakemake  # noqa: F821
-shard_dataset(dict(sm.params.shard), int(sm.params.seed), list(sm.input.dataset), sm.output[0])
+assemble_shards(
+    dict(sm.params.shard), int(sm.params.seed), list(sm.input.parts), list(sm.input.dataset), sm.output[0]
+)

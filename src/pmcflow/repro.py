@@ -28,6 +28,10 @@ from pmcflow.retry import STAMP_DIR  # rerun stamps: workflow bookkeeping, not o
 from pmcflow.runlock import LOCK_NAME  # the run lock, likewise
 from pmcflow.tables import file_sha256
 
+# The empty marker Snakemake writes into a directory output once its job finished: a run killed
+# between the job's end and the marker leaves a complete folder without it.
+SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
+
 RUN_LOGS = re.compile(
     r"^(encoders/[^/]+/train\.log"
     r"|encoders/[^/]+/openclip/[^/]+/out\.log"
@@ -71,7 +75,7 @@ def snapshot(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str
 
     Run logs map to ``None`` (present in both runs, content free); timed records to their content
     less the wall-clock fields; everything else to its sha256.  Paths starting with a ``skip``
-    prefix, the run lock and the rerun stamps (``.stamps/``) are left out.  Symlinked folders are not followed.
+    prefix, the run lock, the rerun stamps (``.stamps/``) and Snakemake's directory markers are left out.  Symlinked folders are not followed.
     """
     base = Path(root)
     prefixes = tuple(skip)
@@ -83,8 +87,8 @@ def snapshot(root: str | os.PathLike[str], skip: Iterable[str] = ()) -> dict[str
             rel = p.relative_to(base).as_posix()
             if rel.startswith(prefixes) or p.is_symlink() or not p.is_file():
                 continue
-            if name == LOCK_NAME or STAMP_DIR in p.relative_to(base).parts[:-1]:
-                continue  # workflow bookkeeping (run lock, rerun stamps), not outputs
+            if name in (LOCK_NAME, SNAKEMAKE_TIMESTAMP) or STAMP_DIR in p.relative_to(base).parts[:-1]:
+                continue  # workflow bookkeeping (run lock, rerun stamps, Snakemake's marker), not outputs
             if RUN_LOGS.match(rel):
                 out[rel] = None
                 continue

@@ -12,6 +12,11 @@ the filter stage.  Output (``out_dir``)::
     rejections.parquet           rows not sharded, with reasons
     counts.json                  in == kept + rejected
 
+That is :func:`shard_dataset`, in one pass.  The workflow writes the same samples per chunk, as
+parallel jobs (:func:`shard_chunk`: ``train/train-<chunk>-000000.tar`` ... and the chunk's index),
+and a cheap global step links them into one such folder (:func:`assemble_shards`); the manifest's
+``urls`` then hold one brace pattern per chunk, joined with ``::``.
+
 Guarantees
 ----------
 * **Original bytes.**  The image member is the crop file exactly as written by the decompose stage;
@@ -51,6 +56,7 @@ import json
 import math
 import os
 import re
+import shutil
 import struct
 import sys
 import tarfile
@@ -510,17 +516,26 @@ class AtomicTarWriter:
             self.tmp.unlink()
 
 
-def shard_name(split: str, index: int) -> str:
-    return f"{split}-{index:06d}.tar"
+def shard_name(prefix: str, index: int) -> str:
+    """``<prefix>-NNNNNN.tar``: the prefix is the split (``train-000000.tar``), or the split and the
+    chunk when shards are written per chunk (``train-c000001-000000.tar``)."""
+    return f"{prefix}-{index:06d}.tar"
 
 
-def brace_urls(directory: str | os.PathLike[str], split: str, n_shards: int) -> str | None:
-    """open_clip ``--train-data`` pattern for a split's shards (brace expansion)."""
+def brace_urls(directory: str | os.PathLike[str], prefix: str, n_shards: int) -> str | None:
+    """open_clip ``--train-data`` pattern for ``n_shards`` shards of one prefix (brace expansion)."""
     if n_shards == 0:
         return None
     if n_shards == 1:
-        return str(Path(directory) / shard_name(split, 0))
-    return str(Path(directory) / f"{split}-{{{0:06d}..{n_shards - 1:06d}}}.tar")
+        return str(Path(directory) / shard_name(prefix, 0))
+    return str(Path(directory) / f"{prefix}-{{{0:06d}..{n_shards - 1:06d}}}.tar")
+
+
+def split_urls(directory: str | os.PathLike[str], runs: Sequence[tuple[str, int]]) -> str | None:
+    """open_clip / webdataset URLs of a split written as runs of ``(prefix, n_shards)``: one brace
+    pattern per run, joined with ``::`` (both read that as a list of sources)."""
+    parts = [u for prefix, n in runs if (u := brace_urls(directory, prefix, n)) is not None]
+    return "::".join(parts) or None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -534,9 +549,61 @@ class DanglingPointer(RuntimeError):
 class _SplitState:
     name: str
     directory: Path
+    prefix: str = ""  # shard names: <prefix>-NNNNNN.tar (default: the split's name)
     shards: list[dict[str, Any]] = field(default_factory=list)
     writer: AtomicTarWriter | None = None
     n_samples: int = 0
+
+    def __post_init__(self) -> None:
+        self.prefix = self.prefix or self.name
+
+
+@dataclass
+class _Written:
+    """What writing samples produced: shards per split, index rows, rejections and statistics.
+    One chunk's (:func:`shard_chunk`) or the whole dataset's (:func:`shard_dataset`); parts add up."""
+
+    n_in: int = 0
+    shards: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # split -> shard records
+    runs: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # split -> (prefix, n shards)
+    index_rows: list[dict[str, Any]] = field(default_factory=list)
+    rejections: list[dict[str, Any]] = field(default_factory=list)
+    formats: Counter[str] = field(default_factory=Counter)
+    n_reencoded: int = 0
+    image_bytes: int = 0
+    n_decoded: int = 0
+
+    STATS = ("n_in", "n_reencoded", "image_bytes", "n_decoded")
+
+    def add(self, other: _Written) -> None:
+        for k in self.STATS:
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        for split, recs in other.shards.items():
+            self.shards.setdefault(split, []).extend(recs)
+        for split, runs in other.runs.items():
+            self.runs.setdefault(split, []).extend(runs)
+        self.index_rows += other.index_rows
+        self.rejections += other.rejections
+        self.formats.update(other.formats)
+
+    def record(self) -> dict[str, Any]:
+        """JSON form (``part.json`` of a chunk's folder), without the index and the rejections."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in self.STATS}
+        out.update({"shards": self.shards, "runs": self.runs, "formats": dict(sorted(self.formats.items()))})
+        return out
+
+    @classmethod
+    def from_record(
+        cls, rec: Mapping[str, Any], index_rows: list[dict[str, Any]], rejections: list[dict[str, Any]]
+    ) -> _Written:
+        return cls(
+            **{k: int(rec[k]) for k in cls.STATS},
+            shards={k: list(v) for k, v in rec["shards"].items()},
+            runs={k: [(str(p), int(n)) for p, n in v] for k, v in rec["runs"].items()},
+            index_rows=index_rows,
+            rejections=rejections,
+            formats=Counter(rec["formats"]),
+        )
 
 
 def read_dataset(paths: Sequence[str | os.PathLike[str]]) -> pa.Table:
@@ -561,7 +628,9 @@ def shard_dataset(
     *,
     base_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Write WebDataset shards, the index, sizes.json per split, manifest and counts to ``out_dir``.
+    """Write WebDataset shards, the index, sizes.json per split, manifest and counts to ``out_dir``
+    in one pass (the library call; the workflow writes shards per chunk, :func:`shard_chunk`, and
+    then :func:`assemble_shards`).
 
     ``crop_path`` values that are relative are resolved against ``base_dir`` (default: the current
     directory, i.e. the workflow directory under Snakemake).  Returns the manifest dict.
@@ -572,23 +641,101 @@ def shard_dataset(
     # Everything is written into a temporary sibling folder that replaces ``out_dir`` only once
     # complete: a killed or failed run never leaves a shards folder that looks finished.
     with atomic_dir(final) as out:
-        return _shard_into(cfg, seed, dataset_paths, out, final, base_dir, t0)
+        table = read_dataset(dataset_paths)
+        written = _write_samples(cfg, seed, table, out, base_dir, chunk=None)
+        manifest = _finish(cfg, seed, written, out, final, dataset_paths, table.schema)
+    manifest["elapsed_s"] = time.perf_counter() - t0
+    return manifest
 
 
-def _shard_into(
-    cfg: dict[str, Any],
+PART_FILE = "part.json"  # a chunk's shards and statistics (shard_chunk -> assemble_shards)
+
+
+def shard_chunk(
+    cfg_shard: Mapping[str, Any] | None,
     seed: int,
     dataset_paths: Sequence[str | os.PathLike[str]],
-    out: Path,
-    final: Path,
-    base_dir: str | os.PathLike[str] | None,
-    t0: float,
+    out_dir: str | os.PathLike[str],
+    *,
+    chunk: str,
+    base_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """:func:`shard_dataset`'s body: write into ``out``, record paths as they will be under ``final``."""
+    """Shard one chunk's dataset rows into ``out_dir``: ``<split>/<split>-<chunk>-NNNNNN.tar``, its
+    ``index.parquet``, ``rejections.parquet``, ``counts.json`` and ``part.json`` (shards and
+    statistics).  The split of a row depends only on the seed and its ``split_key`` (the article),
+    so a chunk's shards do not depend on the other chunks, and a changed chunk rewrites only its
+    own.  :func:`assemble_shards` puts the chunks together.  Returns the ``part.json`` record."""
+    cfg = resolve_config(cfg_shard)
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", chunk):
+        raise ShardConfigError(
+            f"chunk name {chunk!r}: letters, digits and _.+- only (it names the shard files)"
+        )
+    with atomic_dir(Path(out_dir)) as out:
+        written = _write_samples(cfg, seed, read_dataset(dataset_paths), out, base_dir, chunk=chunk)
+        write_table(written.index_rows, S.SHARD_INDEX, out / "index.parquet")
+        Rejections(STAGE, chunk, written.rejections).write(out / "rejections.parquet")
+        n_kept = len(written.index_rows)
+        counts = counts_record(STAGE, written.n_in, n_kept, Counter(r["reason"] for r in written.rejections))
+        write_counts(out / "counts.json", counts)
+        rec = {"chunk": chunk, **written.record()}
+        write_json(out / PART_FILE, rec)
+    return rec
+
+
+def assemble_shards(
+    cfg_shard: Mapping[str, Any] | None,
+    seed: int,
+    part_dirs: Sequence[str | os.PathLike[str]],
+    dataset_paths: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+) -> dict[str, Any]:
+    """The cheap global step after :func:`shard_chunk`: the chunks' tars linked (hard links, a copy
+    across file systems) into ``out_dir/<split>/``, ``sizes.json`` per split, one ``index.parquet``,
+    ``rejections.parquet``, ``counts.json``, ``manifest.json`` (``urls`` joins one brace pattern per
+    chunk with ``::``) and the dataset card.  ``dataset_paths`` (the chunks' inputs) give the
+    sample json's column types and the manifest's inputs; their rows are not read again."""
+    t0 = time.perf_counter()
+    cfg = resolve_config(cfg_shard)
+    final = Path(out_dir)
+    total = _Written()
+    with atomic_dir(final) as out:
+        for part in map(Path, part_dirs):
+            rec = json.loads((part / PART_FILE).read_text(encoding="utf-8"))
+            index_rows = pq.read_table(part / "index.parquet").to_pylist()
+            rejections = pq.read_table(part / "rejections.parquet").to_pylist()
+            written = _Written.from_record(rec, index_rows, rejections)
+            for split, recs in written.shards.items():
+                (out / split).mkdir(parents=True, exist_ok=True)
+                for sh in recs:
+                    _link_or_copy(part / split / sh["name"], out / split / sh["name"])
+            total.add(written)
+        schemas = [pq.read_schema(p) for p in dataset_paths]
+        schema = pa.unify_schemas(schemas, promote_options="default") if schemas else S.DATASET
+        manifest = _finish(cfg, seed, total, out, final, dataset_paths, schema)
+    manifest["elapsed_s"] = time.perf_counter() - t0
+    return manifest
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or links not allowed: the same bytes, copied
+        shutil.copyfile(src, dst)
+
+
+def _write_samples(
+    cfg: dict[str, Any],
+    seed: int,
+    table: pa.Table,
+    out: Path,
+    base_dir: str | os.PathLike[str] | None,
+    *,
+    chunk: str | None,
+) -> _Written:
+    """Write the samples of ``table`` into ``out/<split>/`` (split, order, rollover, rejections)."""
     base_str = os.fspath(base_dir) if base_dir is not None else os.getcwd()
-    table = read_dataset(dataset_paths)
     n_in = table.num_rows
-    rejections = Rejections(STAGE)
+    rejections = Rejections(STAGE, chunk)
 
     uids = table.column("subfigure_uid").to_pylist() if n_in else []
     groups = table.column(cfg["split_key"]).to_pylist() if n_in else []
@@ -603,7 +750,10 @@ def _shard_into(
         split = assign_split(seed, str(group), cfg["splits"])
         plan[split].append((order_key(seed, str(uid)), i))
 
-    states = {name: _SplitState(name, out / name) for name in split_names}
+    states = {
+        name: _SplitState(name, out / name, prefix=f"{name}-{chunk}" if chunk else name)
+        for name in split_names
+    }
     index_rows: list[dict[str, Any]] = []
     format_counts: Counter[str] = Counter()
     n_reencoded = 0
@@ -689,7 +839,7 @@ def _shard_into(
                 # The json names its shard, so size it with the current shard's name first (dumped
                 # again only when the sample opens a new shard).
                 w = state.writer
-                meta["shard"] = shard_name(name, len(state.shards))
+                meta["shard"] = shard_name(state.prefix, len(state.shards))
                 meta_bytes = _dump_meta(meta)
                 sample_size = (
                     tar_member_size(len(payload.data))
@@ -703,7 +853,7 @@ def _shard_into(
                 ):
                     _close_shard(state)
                     w = None
-                    meta["shard"] = shard_name(name, len(state.shards))
+                    meta["shard"] = shard_name(state.prefix, len(state.shards))
                     meta_bytes = _dump_meta(meta)
                 if w is None:
                     w = state.writer = AtomicTarWriter(state.directory / meta["shard"], cfg["mtime"])
@@ -750,23 +900,52 @@ def _shard_into(
             f"decompose wrote them (first: {'; '.join(dangling[:3])}). The decompose outputs are stale: "
             "rerun the workflow (Snakemake reruns decompose_chunk when its crops folder is missing)."
         )
-    for state in states.values():
-        write_json(state.directory / "sizes.json", {s["name"]: s["count"] for s in state.shards})
+    return _Written(
+        n_in=n_in,
+        shards={n: states[n].shards for n in split_names},
+        runs={n: [(states[n].prefix, len(states[n].shards))] for n in split_names},
+        index_rows=index_rows,
+        rejections=rejections.rows,
+        formats=format_counts,
+        n_reencoded=n_reencoded,
+        image_bytes=image_bytes_total,
+        n_decoded=n_decoded,
+    )
 
+
+def _finish(
+    cfg: dict[str, Any],
+    seed: int,
+    written: _Written,
+    out: Path,
+    final: Path,
+    dataset_paths: Sequence[str | os.PathLike[str]],
+    schema: pa.Schema,
+) -> dict[str, Any]:
+    """sizes.json, index, rejections, counts, manifest and card of the shards in ``out`` (their
+    paths as they will be under ``final``)."""
+    split_names = sorted(cfg["splits"])
+    index_rows = written.index_rows
+    for n in split_names:
+        (out / n).mkdir(parents=True, exist_ok=True)
+        write_json(out / n / "sizes.json", {sh["name"]: sh["count"] for sh in written.shards.get(n, [])})
     write_table(index_rows, S.SHARD_INDEX, out / "index.parquet")
-    rejections.write(out / "rejections.parquet")
+    Rejections(STAGE, None, written.rejections).write(out / "rejections.parquet")
     n_kept = len(index_rows)
-    extra: dict[str, Any] = {f"n_{n}": states[n].n_samples for n in split_names}
+    n_split = Counter(r["split"] for r in index_rows)
+    extra: dict[str, Any] = {f"n_{n}": n_split.get(n, 0) for n in split_names}
     extra.update(
         {
-            "n_shards": sum(len(s.shards) for s in states.values()),
-            "tar_bytes": sum(sh["size"] for s in states.values() for sh in s.shards),
-            "image_bytes": image_bytes_total,
-            "n_reencoded": n_reencoded,
-            "n_images_decoded": n_decoded,
+            "n_shards": sum(len(v) for v in written.shards.values()),
+            "tar_bytes": sum(sh["size"] for v in written.shards.values() for sh in v),
+            "image_bytes": written.image_bytes,
+            "n_reencoded": written.n_reencoded,
+            "n_images_decoded": written.n_decoded,
         }
     )
-    counts = counts_record(STAGE, n_in, n_kept, rejections.by_reason(), extra=extra)
+    counts = counts_record(
+        STAGE, written.n_in, n_kept, Counter(r["reason"] for r in written.rejections), extra=extra
+    )
     write_counts(out / "counts.json", counts)
 
     manifest: dict[str, Any] = {
@@ -774,16 +953,16 @@ def _shard_into(
         "seed": int(seed),
         "config": cfg,
         "inputs": [str(p) for p in dataset_paths],
-        "n_in": n_in,
+        "n_in": written.n_in,
         "n_samples": n_kept,
-        "image_formats": dict(sorted(format_counts.items())),
+        "image_formats": dict(sorted(written.formats.items())),
         "splits": {
             n: {
-                "n_samples": states[n].n_samples,
-                "n_shards": len(states[n].shards),
-                "urls": brace_urls(final / n, n, len(states[n].shards)),
+                "n_samples": n_split.get(n, 0),
+                "n_shards": len(written.shards.get(n, [])),
+                "urls": split_urls(final / n, written.runs.get(n, [])),
                 "sizes_json": str(final / n / "sizes.json"),
-                "shards": states[n].shards,
+                "shards": written.shards.get(n, []),
             }
             for n in split_names
         },
@@ -791,10 +970,9 @@ def _shard_into(
     }
     write_json(out / "manifest.json", manifest)
     title = f"pmcflow {final.parent.name if final.name == 'shards' else final.name}"  # results/<run>/shards
-    card = dataset_card(manifest, index_rows, sample_json_schema(table.schema), name=title)
+    card = dataset_card(manifest, index_rows, sample_json_schema(schema), name=title)
     with atomic_open(out / "README.md", "w", encoding="utf-8") as fh:
         fh.write(card)
-    manifest["elapsed_s"] = time.perf_counter() - t0
     return manifest
 
 

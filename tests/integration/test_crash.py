@@ -38,8 +38,8 @@ KILL_POINTS = {
     # the first article files have landed in the download cache, the chunk is not finished
     "mid-download": (r"^(local)?rule acquire_chunk:", "resources/demo/pmc/**/*.xml", 0.0, PARSE_TARGETS),
     "mid-parse": (r"^(local)?rule parse_chunk:", None, 0.5, PARSE_TARGETS),
-    # a first shard committed, the others being written (training still to come)
-    "mid-shard": (r"^(local)?rule shard:", f"{RES}/shards/*/*.tar", 0.0, TRAIN_TARGETS),
+    # a first chunk's shards committed, the others being written (training still to come)
+    "mid-shard": (r"^(local)?rule shard_chunk:", f"{RES}/shard_chunks/*/*/*.tar", 0.0, TRAIN_TARGETS),
     # open_clip is running (its log exists), no checkpoint yet
     "mid-training": (r"^(local)?rule train_encoder:", f"{RES}/encoders/tiny-clip.caption/openclip/run/out.log", 1.0,
                      TRAIN_TARGETS),

@@ -514,11 +514,13 @@ def test_workflow_outage_killed_rerun_and_concurrent_run(faults_workflow, tmp_pa
     assert not diff, f"after the killed rerun: {diff}"
 
     # 4. A crop deleted behind the workflow's back (the folder stays): the shard job refuses, loudly.
-    pointed = [r["crop_path"] for ds in sorted((work / RES / "filter").glob("c*/dataset.parquet"))
+    pointed = [(ds.parent.name, r["crop_path"]) for ds in sorted((work / RES / "filter").glob("c*/dataset.parquet"))
                for r in pq.read_table(ds, columns=["crop_path"]).to_pylist()]  # fmt: skip
-    crop = work / pointed[0]
+    chunk, crop = pointed[0][0], work / pointed[0][1]
     crop.unlink()  # one that a dataset row points to
-    proc = wf.snakemake(work, ["--cores", "1", "--force", f"{RES}/shards", *config], timeout=600)
+    proc = wf.snakemake(work, ["--cores", "1", "--forcerun", "shard_chunk", f"{RES}/shards", *config],
+                        timeout=600)  # fmt: skip
     assert proc.returncode != 0
     assert "DanglingPointer" in proc.stdout + proc.stderr and "point to crops" in proc.stdout + proc.stderr
-    assert not (work / RES / "shards").exists() or not (work / RES / "shards" / "manifest.json").exists()
+    # The chunk's shards are not left half-written under their final name.
+    assert not (work / RES / "shard_chunks" / chunk).exists()

@@ -74,7 +74,10 @@ def _needs_demo() -> None:
     snakemake = Path(sys.executable).with_name("snakemake")
     proc = subprocess.run(
         [str(snakemake), "--cores", "2", "--configfile", "config/demo.yaml", "config/ci.yaml"],
-        cwd=REPO, capture_output=True, text=True, timeout=1800,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     if proc.returncode != 0:
         pytest.fail(f"demo run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -231,6 +234,8 @@ def full_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _needs_demo()
     from pmcflow_testing.encoder_toydata import make_toy_dataset
 
+    from pmcflow.encoders.benchmarks import build_demo_benchmarks
+    from pmcflow.encoders.compare import compare_models
     from pmcflow.encoders.evaluate import evaluate_encoder
     from pmcflow.encoders.train import train_encoder
     from pmcflow.shard import shard_dataset
@@ -264,12 +269,38 @@ def full_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         str(results / "shards"),
         str(results / "encoders" / run),
     )
+    # The demo benchmarks, a baseline beside the run, and the embedding analysis between them.
+    bench = build_demo_benchmarks(root / "bench", seed=0)
+    assert bench
+    ev_cfg = {
+        "bootstrap": 50,
+        "linear_probe": {"epochs": 5},
+        "baselines": {"untrained": {"model": "tiny-vit-bpe"}},
+    }
+    yaml_path = [root / "bench" / "benchmarks.yaml"]
     evaluate_encoder(
-        {"bootstrap": 50},
+        ev_cfg,
         seed,
         str(results / "encoders" / run),
         str(results / "shards"),
         str(results / "evaluation" / run),
+        benchmarks_yaml=yaml_path,
+    )
+    base = results / "evaluation" / "baselines" / "untrained"
+    evaluate_encoder(
+        ev_cfg,
+        seed,
+        None,
+        str(results / "shards"),
+        str(base),
+        baseline="untrained",
+        benchmarks_yaml=yaml_path,
+    )
+    compare_models(
+        {run: results / "evaluation" / run / "embeddings.npz", "baseline:untrained": base / "embeddings.npz"},
+        {"max_images": 100, "permutations": 20, "perplexity": 10},
+        seed,
+        results / "evaluation" / "embeddings",
     )
     return results
 
@@ -290,6 +321,9 @@ def test_report_on_complete_results(full_pages: dict[str, str], name: str) -> No
         for k in (1, 10, 50, 200):
             assert f"<td>R@{k}</td>" in page
         assert "img→txt" in page and "txt→img" in page
+        # the baseline beside the run, and the embedding analysis between the two
+        assert "<td>baseline:untrained</td>" in page and "baseline model, evaluated by the same code" in page
+        assert "MMD permutation tests between the models" in page and "20 permutations" in page
         assert "test:modality" in page  # zero-shot on the split's modality labels
         assert "smoke-test model: tiny-vit-bpe" in page  # 2 epochs on a toy set
         assert "<th>chance</th>" in page and "chance acc (1/k)" in page and CI_CELL.search(page)

@@ -10,6 +10,7 @@ The expectations below are written by hand from what each stage runs (they are n
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ CASES: dict[str, set[str]] = {
     # a prompt file is data the enrich stage opens, not an import
     "data/prompts/subcaption_fig7.txt": {"enrich_chunk"} | REPORTS,
     # the shard writer is imported by training and evaluation to read the shards back
-    "shard.py": {"shard", "train_encoder", "evaluate_encoder"} | REPORTS,
+    "shard.py": {"shard_chunk", "shard", "train_encoder", "evaluate_encoder"} | REPORTS,
     "report/plots.py": REPORTS,
     # used by no rule: nothing reruns
     "repro.py": set(),
@@ -109,10 +110,26 @@ def test_every_rule_hashes_its_own_script(repo_root):
         ("source:\n  media_types: [jpg, png]\n", {"acquire_chunk"}),
         ("source:\n  verify_images: false\n", {"acquire_chunk"}),
         # detector training and the modality classifier are seeded
-        ("seed: 7\n", {"render_shard", "train_detector", "evaluate_detector", "shard", "train_encoder",
-                       "evaluate_encoder", "phash_chunk", "filter_chunk", "demo_benchmarks"}),
+        (
+            "seed: 7\n",
+            {
+                "render_shard",
+                "train_detector",
+                "evaluate_detector",
+                "shard_chunk",
+                "shard",
+                "train_encoder",
+                "evaluate_encoder",
+                "phash_chunk",
+                "filter_chunk",
+                "demo_benchmarks",
+            },
+        ),
         # a baseline is evaluated on its own: the trained runs' evaluations stay
-        ("evaluate:\n  baselines:\n    untrained: {model: tiny-vit-bpe, note: reworded}\n", {"evaluate_baseline"}),
+        (
+            "evaluate:\n  baselines:\n    untrained: {model: tiny-vit-bpe, note: reworded}\n",
+            {"evaluate_baseline"},
+        ),
     ],
 )
 def test_a_config_key_reruns_the_stages_that_read_it(work, tmp_path, overlay, rules):
@@ -123,6 +140,28 @@ def test_a_config_key_reruns_the_stages_that_read_it(work, tmp_path, overlay, ru
     assert planned == expected, {"missing": sorted(expected - planned), "extra": sorted(planned - expected)}
 
 
+def test_a_changed_chunk_reshards_only_that_chunk(work):
+    """Shards are written per chunk: new rows for one chunk re-shard that chunk alone; the global
+    step (links, sizes.json, index, manifest) and what reads the shards follow."""
+    import pyarrow.parquet as pq
+
+    datasets = sorted((work / "results/demo/filter").glob("c*/dataset.parquet"))
+    assert len(datasets) >= 2
+    target = datasets[-1]
+    st, original = target.stat(), target.read_bytes()
+    try:  # as if filter had rewritten the chunk with one row fewer (a touch alone is not a change)
+        table = pq.read_table(target)
+        pq.write_table(table.slice(0, table.num_rows - 1), target)
+        planned = wf.dry_run(work, CONFIG)
+    finally:
+        target.write_bytes(original)
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    chunks = sorted(j.key for j in planned if j.rule == "shard_chunk")
+    assert chunks == [f"shard_chunk[chunk={target.parent.name}]"], chunks
+    assert {"shard", "train_encoder"} <= {j.rule for j in planned}
+    assert wf.dry_run(work, CONFIG) == []
+
+
 def test_chunk_scope_dedup_needs_no_corpus_job(work, tmp_path):
     """filter.dedup.scope is read by the workflow: chunk scope plans no find_duplicates job."""
     extra = tmp_path / "scope.yaml"
@@ -131,4 +170,6 @@ def test_chunk_scope_dedup_needs_no_corpus_job(work, tmp_path):
     rules = {j.rule for j in planned}
     assert "find_duplicates" not in rules and "filter_chunk" in rules, sorted(rules)
     chunks = {j.key for j in planned if j.rule == "phash_chunk"}
-    assert {j.key.replace("filter_chunk", "phash_chunk") for j in planned if j.rule == "filter_chunk"} == chunks
+    assert {
+        j.key.replace("filter_chunk", "phash_chunk") for j in planned if j.rule == "filter_chunk"
+    } == chunks

@@ -51,3 +51,14 @@ def test_timings_and_logs_may_differ_nothing_else(tmp_path: Path) -> None:
     assert repro.differences(a, d) == ["detector/model/model.pt"]
     (tmp_path / "d" / "shards" / "b.tar").write_bytes(b"x")
     assert "shards/b.tar" in repro.differences(a, repro.snapshot(tmp_path / "d"))
+
+
+def test_snakemake_directory_markers_are_bookkeeping(tmp_path: Path) -> None:
+    """A run killed between a directory job's end and Snakemake's marker leaves the folder
+    complete without ``.snakemake_timestamp``: not a difference in the outputs."""
+    for name in ("a", "b"):
+        (tmp_path / name / "shard_chunks" / "c1").mkdir(parents=True)
+        (tmp_path / name / "shard_chunks" / "c1" / "x.tar").write_bytes(b"t")
+    (tmp_path / "a" / "shard_chunks" / "c1" / ".snakemake_timestamp").write_bytes(b"")
+    a, b = repro.snapshot(tmp_path / "a"), repro.snapshot(tmp_path / "b")
+    assert repro.differences(a, b) == [] and list(a) == ["shard_chunks/c1/x.tar"]

@@ -120,7 +120,9 @@ def test_every_sample_has_every_text_member(toy: Path, tmp_path: Path) -> None:
             for f in S.SAMPLE_TEXT_FIELDS:
                 got = data[f"{key}.{f}.txt"].decode()
                 assert got == SH.compose_text(row, [f], " ")
-                assert got == ("" if row.get(f) is None else " ".join(str(row[f]).split()).replace("\x85", ""))
+                assert got == (
+                    "" if row.get(f) is None else " ".join(str(row[f]).split()).replace("\x85", "")
+                )
             i = rows.index(row)
             assert data[f"{key}.shared_text.txt"].decode() == (f"Shared lead {i}." if i % 2 else "")
             assert data[f"{key}.subcaption.txt"].decode() == row["subcaption"]
@@ -265,7 +267,9 @@ def test_corrupt_missing_unsupported_and_empty_text(toy: Path, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("fault", ["deleted", "changed"])
-def test_dangling_crop_pointer_fails_loudly_and_leaves_no_shards(toy: Path, tmp_path: Path, fault: str) -> None:
+def test_dangling_crop_pointer_fails_loudly_and_leaves_no_shards(
+    toy: Path, tmp_path: Path, fault: str
+) -> None:
     """A dataset row whose crop is gone (or is not the file decompose hashed) fails the shard job;
     nothing that looks like a finished shards folder is left behind, and an earlier one is kept."""
     rows = pq.read_table(toy / "dataset.parquet").to_pylist()[:6]
@@ -428,7 +432,10 @@ def test_hf_datasets_loads_index_and_tars(toy: Path, tmp_path: Path) -> None:
         image = row["jpg"] if row["jpg"] is not None else row["png"]
         assert image is not None and image.width > 0
         assert row["json"]["key"] == row["__key__"] and row["txt"] == row["json"]["text"]
-        assert row["subcaption.txt"] == row["json"]["subcaption"] and row["summary.txt"] == row["json"]["summary"]
+        assert (
+            row["subcaption.txt"] == row["json"]["subcaption"]
+            and row["summary.txt"] == row["json"]["summary"]
+        )
         assert row["shared_text.txt"] == ""
 
 
@@ -832,3 +839,63 @@ def test_atomic_tar_writer_survives_partial_writes_and_aborts_cleanly(
     w.add("a.txt", b"x" * 10_000)
     w.abort()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full.tar", "short.tar"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Per-chunk shards and the global step (the workflow's rules shard_chunk and shard)
+# ------------------------------------------------------------------------------------------------
+def _two_chunks(toy: Path, tmp_path: Path) -> list[Path]:
+    """The toy rows split by article into two chunk tables, as the workflow's chunks are."""
+    table = pq.read_table(toy / "dataset.parquet")
+    pmcids = sorted(set(table.column("pmcid").to_pylist()))
+    first = set(pmcids[: len(pmcids) // 2])
+    paths = []
+    for i, keep in enumerate((True, False)):
+        mask = pa.array([(p in first) == keep for p in table.column("pmcid").to_pylist()])
+        path = tmp_path / f"c00000{i}.parquet"
+        pq.write_table(table.filter(mask), path)
+        paths.append(path)
+    return paths
+
+
+def test_chunks_then_assemble_hold_the_same_samples_as_one_pass(toy: Path, tmp_path: Path) -> None:
+    import webdataset as wds
+
+    conf = {"splits": SPLITS, "max_samples_per_shard": 5}
+    paths = _two_chunks(toy, tmp_path)
+    parts = [tmp_path / "parts" / f"c00000{i}" for i in range(2)]
+    for i, (path, part) in enumerate(zip(paths, parts, strict=True)):
+        rec = SH.shard_chunk(conf, 11, [path], part, chunk=f"c00000{i}", base_dir=toy)
+        assert read_counts(part / "counts.json")["in"] == pq.read_metadata(path).num_rows == rec["n_in"]
+    m = SH.assemble_shards(conf, 11, parts, paths, tmp_path / "shards")
+    one = _shard(toy, tmp_path / "one")
+    # The same samples in the same splits (the split depends on the article alone), same image bytes.
+    cols = ["key", "split", "image_sha256", "text"]
+    a = pl.read_parquet(tmp_path / "shards" / "index.parquet").select(cols).sort("key")
+    b = pl.read_parquet(tmp_path / "one" / "index.parquet").select(cols).sort("key")
+    assert a.equals(b) and m["n_samples"] == one["n_samples"]
+    assert read_counts(tmp_path / "shards" / "counts.json")["in"] == one["n_in"]
+    for split, info in m["splits"].items():
+        names = [sh["name"] for sh in info["shards"]]
+        assert all(n.startswith(f"{split}-c00000") for n in names)
+        sizes = json.loads((tmp_path / "shards" / split / "sizes.json").read_text())
+        assert list(sizes) == names and sum(sizes.values()) == info["n_samples"]
+        # open_clip / webdataset read the manifest's urls (one brace pattern per chunk, '::') as-is.
+        if info["urls"]:
+            keys = [s["__key__"] for s in wds.WebDataset(info["urls"], shardshuffle=False)]
+            assert sorted(keys) == sorted(a.filter(pl.col("split") == split)["key"].to_list())
+        for sh in info["shards"]:  # linked, not copied: the chunk's file itself
+            got = tmp_path / "shards" / split / sh["name"]
+            src = next(p for p in parts if (p / split / sh["name"]).is_file()) / split / sh["name"]
+            assert got.stat().st_ino == src.stat().st_ino and _sha(got) == sh["sha256"]
+    # A chunk that changes rewrites only its own shards; the global step gives the same bytes again.
+    before = {p: (p.stat().st_ino, _sha(p)) for p in sorted(parts[0].rglob("*")) if p.is_file()}
+    SH.shard_chunk(conf, 11, [paths[1]], parts[1], chunk="c000001", base_dir=toy)
+    assert {p: (p.stat().st_ino, _sha(p)) for p in sorted(parts[0].rglob("*")) if p.is_file()} == before
+    SH.assemble_shards(conf, 11, parts, paths, tmp_path / "again")
+    for name in ("manifest.json", "index.parquet", "counts.json", "train/sizes.json"):
+        got = (tmp_path / "again" / name).read_text(errors="replace").replace(str(tmp_path / "again"), "X")
+        want = (tmp_path / "shards" / name).read_text(errors="replace").replace(str(tmp_path / "shards"), "X")
+        assert got == want, name
+    with pytest.raises(SH.ShardConfigError, match="chunk name"):
+        SH.shard_chunk(conf, 11, [paths[0]], tmp_path / "bad", chunk="a/b", base_dir=toy)
