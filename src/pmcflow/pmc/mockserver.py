@@ -122,10 +122,13 @@ class _State:
         self.idle = threading.Condition(self.lock)
 
     def settled_log(self, timeout: float = 5.0) -> list[RequestRecord]:
-        """The log once no request is half-way through being answered."""
+        """The log once no request is half-way through being answered, in order of arrival.
+
+        A request is recorded when its answer is sent, so a client's next request (answered by
+        another handler thread) can be recorded first; arrival times put them back in order."""
         with self.idle:
             self.idle.wait_for(lambda: self.in_flight == 0, timeout)
-            return list(self.log)
+            return sorted(self.log, key=lambda r: r.t)
 
     def take_fault(self, target: str) -> Fault | None:
         with self.lock:
