@@ -9,6 +9,7 @@ any shard of a job array.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -31,3 +32,11 @@ def unit_uniform(seed: int | str, stage: str, item: int | str) -> float:
 def rng_for(seed: int | str, stage: str, item: int | str) -> np.random.Generator:
     """A fresh PCG64 generator for one item of one stage."""
     return np.random.Generator(np.random.PCG64(derive_seed(seed, stage, item)))
+
+
+def seeded_subset(seed: int | str, stage: str, items: Sequence[int | str], n: int) -> list[int]:
+    """Positions of a seeded subset of ``min(n, len(items))`` of ``items``, in increasing order: the
+    ``n`` with the smallest ``seed_digest(seed, stage, item)``, so an item's membership depends only
+    on its own identity (adding unrelated items moves few of them)."""
+    order = sorted(range(len(items)), key=lambda i: seed_digest(seed, stage, items[i]))
+    return sorted(order[:n])

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from pmcflow.encoders.embedding import mmd_permutation_test, plot_tsne, tsne_2d
-from pmcflow.seeding import derive_seed, seed_digest
+from pmcflow.seeding import derive_seed, seeded_subset
 from pmcflow.tables import write_json, write_table
 
 STAGE = "compare_embeddings"
@@ -80,10 +80,8 @@ def read_embeddings(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray]
 
 def subset(n: int, max_images: int, seed: int, benchmark: str) -> np.ndarray:
     """Indices of a seeded subset of ``min(n, max_images)`` of ``range(n)``, in increasing order."""
-    if n <= max_images:
-        return np.arange(n)
-    order = sorted(range(n), key=lambda i: seed_digest(seed, "compare_embeddings", f"{benchmark}\x1f{i}"))
-    return np.asarray(sorted(order[:max_images]))
+    items = [f"{benchmark}\x1f{i}" for i in range(n)]
+    return np.asarray(seeded_subset(seed, "compare_embeddings", items, max_images), dtype=np.int64)
 
 
 def _png_name(benchmark: str) -> str:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pmcflow.seeding import seeded_subset
 from pmcflow.tables import write_json, write_table
 
 STAGE = "evaluate_encoder"
@@ -378,13 +379,6 @@ def mean_over_directions(by_direction: Sequence[Mapping[str, float]], ks: Sequen
     return {f"R@{k}": float(np.mean([d[f"R@{k}"] for d in by_direction])) for k in ks} if by_direction else {}
 
 
-def _stable_subsample(keys: Sequence[str], n: int, seed: int) -> list[int]:
-    from pmcflow.seeding import seed_digest
-
-    order = sorted(range(len(keys)), key=lambda i: seed_digest(seed, "eval", keys[i]))
-    return sorted(order[:n])
-
-
 def baseline_encoder(
     name: str, spec: Mapping[str, Any], out_dir: str | os.PathLike[str], seed: int, device: str = "cpu"
 ) -> tuple[Encoder, dict[str, Any]]:
@@ -495,7 +489,7 @@ def evaluate_encoder(
 
     samples = read_split(shards_dir, cfg["split"])
     if cfg["max_pairs"] is not None and len(samples) > int(cfg["max_pairs"]):
-        keep = _stable_subsample([s["key"] for s in samples], int(cfg["max_pairs"]), seed)
+        keep = seeded_subset(seed, "eval", [s["key"] for s in samples], int(cfg["max_pairs"]))
         samples = [samples[i] for i in keep]
     say(f"{STAGE}: {len(samples)} {cfg['split']} pairs")
     img_emb = txt_emb = None

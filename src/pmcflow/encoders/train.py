@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pmcflow.seeding import seeded_subset
 from pmcflow.tables import write_json, write_table
 
 STAGE = "train_encoder"
@@ -563,7 +564,8 @@ def select_epoch(
     samples = EV.read_split(shards_dir, val_split)
     limit = cfg["select_max_pairs"]
     if limit is not None and len(samples) > int(limit):
-        samples = [samples[i] for i in EV._stable_subsample([s["key"] for s in samples], int(limit), seed)]
+        keep = seeded_subset(seed, "eval", [s["key"] for s in samples], int(limit))  # as evaluate's max_pairs
+        samples = [samples[i] for i in keep]
     if len(samples) < 2:
         return {**out, "skipped": f"{len(samples)} pairs in split {val_split!r} (need >= 2)"}
     if cfg["threads"]:
