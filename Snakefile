@@ -32,6 +32,18 @@ rule all:
         all_targets,
 
 
+# Aggregates (per-stage summaries, the global shard step, `all`) take milliseconds to seconds: on a
+# cluster the Snakemake process runs them itself instead of submitting a job for each.
+localrules:
+    all,
+    acquire_summary,
+    parse_summary,
+    decompose_summary,
+    enrich_summary,
+    filter_summary,
+    shard,
+
+
 # One run per results folder and download cache (pmcflow.runlock); the summary at the end names
 # every article still pending a retry, so nothing is lost in silence (pmcflow.retry).
 _LOCKS = []

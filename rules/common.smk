@@ -27,14 +27,22 @@ _RETRY = _stdlib_module("retry")  # pending retries of acquisition
 _RUNLOCK = _stdlib_module("runlock")  # one run per results folder and download cache
 _CONFIGCHECK = _stdlib_module("configcheck")  # cross-field checks, before any job starts
 _CONTAINERPIN = _stdlib_module("containerpin")  # container images pinned by digest
+_COMPUTE = _stdlib_module("compute")  # GPUs, cores and memory per rule from the config
 
 # The whole configuration is checked before any job starts: types, ranges and enums (the schema),
 # then what ties keys together (pmcflow.configcheck); every message names the key's full path.
 _CONFIGCHECK.normalise(config)
 validate(config, schema="../config/schema/config.schema.yaml")
-_PROBLEMS = _CONFIGCHECK.problems(config)
+_PROBLEMS = _CONFIGCHECK.problems(config) + _COMPUTE.problems(config)
 if _PROBLEMS:
     raise WorkflowError("invalid configuration:\n" + "\n".join(f"  {m}" for m in _PROBLEMS))
+# Offline jobs (the Apptainer images set HF_HUB_OFFLINE=1; PMCFLOW_CHECK_MODELS=1/0 forces it) load
+# hub models from the local cache only: every one the config names must be there (pmcflow.modelcache).
+_MODELCACHE = _stdlib_module("modelcache")
+if workflow.is_main_process and _MODELCACHE.check_enabled(workflow.deployment_settings.deployment_method or ()):
+    _MISSING = _MODELCACHE.missing(config, config_files=workflow.configfiles)
+    if _MISSING:
+        raise WorkflowError("hub models missing from the local cache:\n" + "\n".join(f"  {m}" for m in _MISSING))
 
 
 RESULTS = config["paths"]["results"]
@@ -53,15 +61,24 @@ ENV = "../envs/pmcflow.yaml"
 # (containers/images.yaml from `make containers`) or by a registry digest. Rules get the file;
 # a run that deploys containers first checks every local image it uses against its pin.
 IMAGES = {k: _CONTAINERPIN.rule_image(v) for k, v in config["containers"].items()}
-# Enrichment with a vLLM backend runs in the vLLM environment and asks for GPUs (the largest
-# tensor_parallel_size of the vLLM tasks); the slurm plugin turns `gpu` into --gpus.
-_VLLM_TASKS = [t for t in ("subcaption", "summary") if config["enrich"][t]["backend"] == "vllm"]
-ENRICH_IMAGE = IMAGES["vllm"] if _VLLM_TASKS else IMAGES["base"]
-ENRICH_ENV = "../envs/vllm.yaml" if _VLLM_TASKS else ENV
-ENRICH_GPUS = max(
-    [int((config["enrich"][t].get("vllm") or {}).get("tensor_parallel_size", 1)) for t in _VLLM_TASKS],
-    default=0,
-)
+# Enrichment runs as two jobs per chunk, subcaptions then summaries, so that one vLLM engine owns
+# its GPUs at a time; a task with a vLLM backend runs in the vLLM environment.
+_VLLM = {t: config["enrich"][t]["backend"] == "vllm" for t in ("subcaption", "summary")}
+ENRICH_IMAGE = {t: IMAGES["vllm"] if v else IMAGES["base"] for t, v in _VLLM.items()}
+ENRICH_ENV = {t: "../envs/vllm.yaml" if v else ENV for t, v in _VLLM.items()}
+
+
+def rule_resources(rule, mem_mb, runtime):
+    """A rule's resources: its CPU figures, or its GPUs (from its config section) and memory per
+    GPU (pmcflow.compute); the Slurm profile picks the partition from them."""
+    return _COMPUTE.resources(config, rule, mem_mb=mem_mb, runtime=runtime)
+
+
+def rule_threads(rule, cpu_threads):
+    """A rule's threads: compute.cpus_per_gpu per GPU when it gets GPUs, else ``cpu_threads``."""
+    return _COMPUTE.threads(config, rule, cpu_threads)
+
+
 # The mmdet image (mmcv compiled from source) only where the mmdet backend runs; every other
 # detector backend runs in the base image.
 DETECTOR_IMAGE = IMAGES["mmdet"] if config["detector"]["backend"] == "mmdet" else IMAGES["base"]
@@ -80,7 +97,8 @@ def _deploys_containers():
 
 
 if workflow.is_main_process and _deploys_containers():
-    _used = {"base"} | {k for k in ("mmdet", "vllm") if IMAGES[k] in (ENRICH_IMAGE, DETECTOR_IMAGE, DECOMPOSE_IMAGE)}
+    _images = (*ENRICH_IMAGE.values(), DETECTOR_IMAGE, DECOMPOSE_IMAGE)
+    _used = {"base"} | {k for k in ("mmdet", "vllm") if IMAGES[k] in _images}
     _errors, _warnings = _CONTAINERPIN.problems(config["containers"], _used)
     for _w in _warnings:
         print(f"pmcflow: warning: {_w}", file=sys.stderr)
@@ -178,6 +196,13 @@ BASELINES = dict(config["evaluate"]["baselines"])
 def demo_benchmarks_input(wildcards):
     """The demo benchmarks (rules/evaluate.smk) when evaluate.build_demo_benchmarks is on."""
     return {"benchmarks": DEMO_BENCHMARKS} if config["evaluate"]["build_demo_benchmarks"] else {}
+
+
+def synth_sources_input(wildcards):
+    """render_shard's sources file (synth.sources), so that editing it renders again; the
+    shipped panels when it is empty."""
+    sources = config["synth"]["sources"]
+    return {"sources": sources} if sources else {}
 
 
 def detector_model_input(wildcards):

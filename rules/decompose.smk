@@ -15,10 +15,9 @@ rule decompose_chunk:
         code=code_version("scripts/decompose_chunk.py"),
     log:
         f"{LOGS}/decompose/{{chunk}}.log",
-    threads: 2
+    threads: rule_threads("decompose_chunk", 2)
     resources:
-        mem_mb=4000,
-        runtime=120,
+        **rule_resources("decompose_chunk", mem_mb=4000, runtime=120),
     container:
         DECOMPOSE_IMAGE
     conda:

@@ -13,10 +13,9 @@ rule train_detector:
         code=code_version("scripts/train_detector.py"),
     log:
         f"{LOGS}/detector/train.log",
-    threads: 2
+    threads: rule_threads("train_detector", 2)
     resources:
-        mem_mb=8000,
-        runtime=2880,
+        **rule_resources("train_detector", mem_mb=8000, runtime=2880),
     container:
         DETECTOR_IMAGE
     conda:
@@ -37,10 +36,9 @@ rule evaluate_detector:
         code=code_version("scripts/evaluate_detector.py"),
     log:
         f"{LOGS}/detector/evaluate.log",
-    threads: 2
+    threads: rule_threads("evaluate_detector", 2)
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **rule_resources("evaluate_detector", mem_mb=8000, runtime=240),
     container:
         DETECTOR_IMAGE
     conda:

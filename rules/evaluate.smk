@@ -56,10 +56,9 @@ rule evaluate_encoder:
         code=code_version("scripts/evaluate_encoder.py"),
     log:
         f"{LOGS}/evaluate/{{run}}.log",
-    threads: 1
+    threads: rule_threads("evaluate_encoder", 1)
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **rule_resources("evaluate_encoder", mem_mb=8000, runtime=240),
     container:
         IMAGES["base"]
     conda:
@@ -84,10 +83,9 @@ rule evaluate_baseline:
         code=code_version("scripts/evaluate_encoder.py"),
     log:
         f"{LOGS}/evaluate/baseline-{{baseline}}.log",
-    threads: 1
+    threads: rule_threads("evaluate_baseline", 1)
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **rule_resources("evaluate_baseline", mem_mb=8000, runtime=240),
     container:
         IMAGES["base"]
     conda:

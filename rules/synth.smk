@@ -14,6 +14,8 @@ wildcard_constraints:
 
 
 rule render_shard:
+    input:
+        unpack(synth_sources_input),
     output:
         directory(f"{RESULTS}/synth/{{split}}/shard-{{shard}}"),
     params:

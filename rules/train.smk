@@ -20,11 +20,10 @@ rule train_encoder:
         code=code_version("scripts/train_encoder.py"),
     log:
         f"{LOGS}/train/{{run}}.log",
-    threads: 1
+    threads: rule_threads("train_encoder", 1)
     resources:
-        mem_mb=16000,
-        runtime=7200,
-        # GPU partitions: the slurm profile sets gpu / gpu_model / cpus_per_gpu for this rule.
+        # train.n_gpus GPUs when the run trains on cuda (pmcflow.compute); torchrun uses them all.
+        **rule_resources("train_encoder", mem_mb=16000, runtime=7200),
     container:
         IMAGES["base"]
     conda:

@@ -1,4 +1,5 @@
-"""Rule enrich_chunk: subcaptions + in-text reference summaries (pmcflow.enrich)."""
+"""Rule enrich_chunk: in-text reference summaries over the chunk's subcaptions, and the chunk's
+enriched table (pmcflow.enrich)."""
 from pathlib import Path
 
 from pmcflow.workflow import params_config, start_rule_log
@@ -16,4 +17,5 @@ enrich_chunk(
     sm.input.mentions,
     sm.input.articles,
     str(Path(sm.output.enriched).parent),
+    subcaptions=(sm.input.subcaptions, sm.input.subcaption_rejections),
 )

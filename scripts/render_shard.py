@@ -3,16 +3,13 @@ from pmcflow.workflow import start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
-import yaml  # noqa: E402
-
 from pmcflow.synth.render import render  # noqa: E402
+from pmcflow.synth.sources import load_sources_file  # noqa: E402
 
 sm = snakemake  # noqa: F821
 cfg = sm.params.synth
-sources = None
-if cfg["sources"]:
-    with open(cfg["sources"]) as fh:
-        sources = yaml.safe_load(fh)
+# a datasets file gives each split its own datasets; an old {modality: [paths]} file, every split the same
+sources = load_sources_file(cfg["sources"]) if cfg["sources"] else None
 render(
     int(sm.params.n),
     int(sm.params.seed),
@@ -23,4 +20,5 @@ render(
     start=int(sm.params.start),
     sources=sources,
     compress_level=int(cfg["compress_level"]),
+    split=sm.wildcards.split,
 )

@@ -23,6 +23,9 @@
 #        machine has (SlurmdParameters=config_overrides), so that jobs written for a production
 #        node (e.g. mem_mb=8000, threads=8) can be scheduled on a small CI machine. Memory is not
 #        enforced here (no cgroups), so this only changes what Slurm accepts, not what jobs get.
+#      PMCFLOW_SLURM_GPUS=N  declare N GPUs as generic resources (GresTypes=gpu, Gres=gpu:N, a
+#        gres.conf whose device files are placeholders) and a second partition <partition>-gpu
+#        on the node, so jobs go through the real --gpus / GRES path; they see no CUDA device.
 set -euo pipefail
 
 STATE=${1:?usage: up.sh STATE_DIR}
@@ -76,6 +79,15 @@ CPUS=$(nproc)
 MEM_MB=$(awk '/^MemTotal:/ {print int($2/1024)}' /proc/meminfo)
 NODE_MEM=$((MEM_MB > RESERVE_MB * 2 ? MEM_MB - RESERVE_MB : MEM_MB))
 OVERRIDES=""
+GPUS=${PMCFLOW_SLURM_GPUS:-0}
+GPU_PARTITION=""
+NODE_GRES=""
+GPU_PARTITION_LINE=""
+if [ "$GPUS" -gt 0 ]; then
+  GPU_PARTITION="${PARTITION}-gpu"
+  NODE_GRES="Gres=gpu:$GPUS"
+  GPU_PARTITION_LINE="PartitionName=$GPU_PARTITION Nodes=localhost Default=NO MaxTime=INFINITE State=UP"
+fi
 if [ -n "${PMCFLOW_SLURM_NODE_CPUS:-}" ] && [ "$PMCFLOW_SLURM_NODE_CPUS" -gt "$CPUS" ]; then
   CPUS=$PMCFLOW_SLURM_NODE_CPUS; OVERRIDES="SlurmdParameters=config_overrides"
 fi
@@ -176,6 +188,8 @@ AccountingStoragePort=$DBD_PORT
 AccountingStoragePass=$MUNGE_SOCK
 # Jobs must name an existing account (like on a real site).
 AccountingStorageEnforce=associations
+# Account GPUs (AllocTRES gres/gpu=N in sacct) like a site that bills them.
+AccountingStorageTRES=gres/gpu
 # Keep sbatch --comment (the Snakemake plugin puts rule and wildcards there) for sacct.
 AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
@@ -192,9 +206,20 @@ InactiveLimit=0
 SlurmctldTimeout=30
 SlurmdTimeout=30
 MessageTimeout=20
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$NODE_MEM State=UNKNOWN
+GresTypes=gpu
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$NODE_MEM $NODE_GRES State=UNKNOWN
 PartitionName=$PARTITION Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+$GPU_PARTITION_LINE
 EOF
+# GPUs as GRES without GPUs: Slurm drops file-less GPUs, so each is a placeholder file under
+# $STATE/dev (nothing is bound: no cgroups here). Slurm allocates and accounts them as on a site.
+if [ "$GPUS" -gt 0 ]; then
+  mkdir -p "$STATE/dev"
+  for i in $(seq 0 $((GPUS - 1))); do : >"$STATE/dev/gpu$i"; done
+  printf "AutoDetect=off\nNodeName=localhost Name=gpu File=%s/dev/gpu[0-%s]\n" "$STATE" "$((GPUS - 1))" >"$STATE/gres.conf"
+else
+  : >"$STATE/gres.conf"
+fi
 echo "# no cgroup plugins in use (proctrack/linuxproc, task/none)" >"$STATE/cgroup.conf"
 export SLURM_CONF="$STATE/slurm.conf"
 
@@ -210,7 +235,7 @@ log "slurmdbd up (port $DBD_PORT); cluster $CLUSTER, account $ACCOUNT"
 wait_for 30 slurmctld scontrol ping
 /usr/sbin/slurmd -N localhost
 wait_for 60 "node localhost idle" bash -c "sinfo -h -N -n localhost -o %t | grep -Eq '^(idle|mix|alloc)'"
-log "slurmctld + slurmd up: partition $PARTITION, node localhost ($CPUS CPUs, $NODE_MEM MB)"
+log "slurmctld + slurmd up: partition $PARTITION, node localhost ($CPUS CPUs, $NODE_MEM MB, $GPUS GPUs as GRES)"
 
 # Client wrappers. Inside a job the Snakemake jobstep plugin removes every SLURM_* variable,
 # SLURM_CONF included, from the environment of the `srun` it starts; on a real cluster srun then
@@ -230,6 +255,8 @@ export PMCFLOW_SLURM_PARTITION=$PARTITION
 export PMCFLOW_SLURM_ACCOUNT=$ACCOUNT
 export PMCFLOW_SLURM_CLUSTER=$CLUSTER
 export PMCFLOW_SLURM_CPUS=$CPUS
+export PMCFLOW_SLURM_GPUS=$GPUS
+export PMCFLOW_SLURM_GPU_PARTITION=$GPU_PARTITION
 export PMCFLOW_SLURM_MEM_MB=$NODE_MEM
 EOF
 grep -v '^export PATH=' "$STATE/env.sh" | sed 's/^export //'

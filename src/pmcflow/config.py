@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from pmcflow import configcheck
+from pmcflow import compute, configcheck
 
 
 class ConfigError(ValueError):
@@ -119,7 +119,7 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     _fill_defaults(config, schema)
     msgs = _schema_errors(schema, config)
     if not msgs:  # cross-field checks need well-typed values
-        msgs = configcheck.problems(config)
+        msgs = configcheck.problems(config) + compute.problems(config)
     if msgs:
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  {m}" for m in msgs))
     return config

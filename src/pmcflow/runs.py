@@ -21,6 +21,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# The Open-PMC-18M recipe (seed 000, appendix): applied under the user's own keys.
+PRESETS: dict[str, dict[str, Any]] = {
+    "openpmc18m": {
+        "model": "vitb16-pubmedbert",
+        "pretrained_image": True,  # ViT-B/16 from its ImageNet weights, as the paper
+        "epochs": 64,
+        "n_gpus": 8,
+        "batch_size": 64,  # per GPU and micro-step: 8 GPUs x 64 x accum 4 = 2,048
+        "accum_freq": 4,
+        "lr": 5.0e-4,
+        "wd": 0.2,
+        "beta1": 0.9,
+        "beta2": 0.98,
+        "eps": 1.0e-6,
+        "warmup_fraction": 0.1,
+        "lr_scheduler": "cosine",
+        "precision": "amp",
+        "device": "cuda",
+        "workers": 8,
+        "threads": None,
+        "use_val": True,
+        "local_loss": True,
+        "gather_with_grad": True,
+    }
+}
+
 WORKFLOW_KEYS = ("run", "variants")  # train keys that name runs rather than configure the trainer
 
 
@@ -64,3 +90,14 @@ def run_settings(train: Mapping[str, Any], run: str) -> dict[str, Any]:
     if name is not None:
         settings.update(_variants(train)[name])
     return settings
+
+
+def trainer_gpus(train: Mapping[str, Any], run: str) -> int:
+    """GPUs one run's trainer uses: ``n_gpus`` (default 1) when its device (after the preset) is
+    CUDA or ``auto``, else 0.  The resource the workflow requests for ``train_encoder`` (pmcflow.compute)."""
+    settings = dict(PRESETS.get(str(train.get("preset")), {}))
+    settings.update({k: v for k, v in run_settings(train, run).items() if v is not None})
+    device = str(settings.get("device") or "cpu")
+    if not (device.startswith("cuda") or device == "auto"):
+        return 0
+    return int(settings.get("n_gpus") or 1)

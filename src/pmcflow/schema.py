@@ -184,6 +184,17 @@ SUBFIGURES = pa.schema(
 # --------------------------------------------------------------------------------------
 # Enrich: subfigure + its text, with provenance of every generated field
 # --------------------------------------------------------------------------------------
+# The subcaption job's output (rule enrich_subcaptions): one row per subfigure that got a
+# subcaption, the columns of the enriched table it fills; the summary job completes the rows.
+SUBCAPTION_COLUMNS = (
+    "subcaption",
+    "shared_text",
+    "subcaption_source",
+    "subcaption_reason",
+    "subcaption_model",
+    "subcaption_prompt_sha256",
+    "subcaption_sampling",
+)
 ENRICHED = pa.schema(
     list(SUBFIGURES)
     + [
@@ -307,3 +318,8 @@ ALL_TABLES: dict[str, pa.Schema] = {
     "duplicates": DUPLICATES,
     "shard_index": SHARD_INDEX,
 }
+
+
+SUBCAPTIONS = pa.schema(
+    [pa.field("subfigure_uid", pa.string(), nullable=False)] + [ENRICHED.field(c) for c in SUBCAPTION_COLUMNS]
+)

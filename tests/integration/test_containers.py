@@ -116,20 +116,28 @@ def test_rule_check_sees_rules():
 
 
 def test_vllm_enrichment_runs_in_the_vllm_image_with_gpus(tmp_path):
-    """A vLLM backend moves enrich_chunk to vllm.sif / envs/vllm.yaml and requests its GPUs."""
+    """A vLLM backend moves its enrichment job (subcaptions, summaries: one engine per job) to
+    vllm.sif / envs/vllm.yaml and requests its tensor-parallel GPUs; a CPU backend stays in base."""
     overlay = tmp_path / "vllm.yaml"
     overlay.write_text(
         "enrich:\n  subcaption:\n    backend: vllm\n    vllm: {tensor_parallel_size: 2}\n"
         "  summary:\n    backend: vllm\n"
     )
     rules = cc.rule_settings(["config/demo.yaml", str(overlay)])
-    enrich = rules["enrich_chunk"]
-    assert enrich["container"].endswith("containers/vllm.sif")
-    assert enrich["conda"].endswith("envs/vllm.yaml")
-    assert enrich["resources"]["gpu"] == 2
-    cpu = cc.rule_settings(["config/demo.yaml"])["enrich_chunk"]
-    assert cpu["container"].endswith("containers/base.sif") and cpu["resources"]["gpu"] == 0
-    assert cpu["conda"].endswith("envs/pmcflow.yaml")
+    for rule, gpus in (("enrich_subcaptions", 2), ("enrich_chunk", 1)):
+        assert rules[rule]["container"].endswith("containers/vllm.sif"), rule
+        assert rules[rule]["conda"].endswith("envs/vllm.yaml"), rule
+        assert rules[rule]["resources"]["gpu"] == gpus, rule
+    only_summary = tmp_path / "summary.yaml"
+    only_summary.write_text("enrich:\n  summary:\n    backend: vllm\n")
+    mixed = cc.rule_settings(["config/demo.yaml", str(only_summary)])
+    assert mixed["enrich_subcaptions"]["container"].endswith("containers/base.sif")
+    assert "gpu" not in mixed["enrich_subcaptions"]["resources"]
+    assert mixed["enrich_chunk"]["container"].endswith("containers/vllm.sif")
+    cpu = cc.rule_settings(["config/demo.yaml"])
+    for rule in ("enrich_subcaptions", "enrich_chunk"):
+        assert cpu[rule]["container"].endswith("containers/base.sif") and "gpu" not in cpu[rule]["resources"]
+        assert cpu[rule]["conda"].endswith("envs/pmcflow.yaml")
 
 
 def _debootstrap_ready() -> str | None:

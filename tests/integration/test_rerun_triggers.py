@@ -36,12 +36,12 @@ CASES: dict[str, set[str]] = {
     "encoders/compare.py": {"compare_embeddings"},
     # the renderer draws panel letters; decompose reads caption letters with the enrich splitter
     "synth/labels.py": {"render_shard", "render_merge"},
-    "enrich/rules.py": {"decompose_chunk", "enrich_chunk"},
+    "enrich/rules.py": {"decompose_chunk", "enrich_subcaptions", "enrich_chunk"},
     # the JATS parser is the parse stage's alone
     "jats.py": {"parse_chunk"},
     "detect/images.py": {"decompose_chunk"} | DETECTOR_RULES | FILTER_RULES,
     # a prompt file is data the enrich stage opens, not an import
-    "data/prompts/subcaption_fig7.txt": {"enrich_chunk"} | REPORTS,
+    "data/prompts/subcaption_fig7.txt": {"enrich_subcaptions", "enrich_chunk"} | REPORTS,
     # the shard writer is imported by training and evaluation to read the shards back
     "shard.py": {"shard_chunk", "shard", "train_encoder", "evaluate_encoder"} | REPORTS,
     "report/plots.py": REPORTS,

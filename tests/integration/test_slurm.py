@@ -1,10 +1,11 @@
-"""profiles/slurm on a real single-node Slurm cluster (scripts/slurm/up.sh): accounting, retries,
-failure reports, time limits, and the demo DAG.
+"""profiles/slurm on a real single-node Slurm cluster (scripts/slurm/up.sh) with GPUs declared as
+generic resources (GRES): accounting, retries, failure reports, time limits, and the production
+rehearsal (the demo DAG with every GPU rule asking for its GPU, config/rehearsal.yaml).
 
 Runs as root on Debian 12 (CI); brings up munged, MariaDB, slurmdbd, slurmctld and slurmd with
 their files in a temp dir and stops exactly those afterwards. The profile used is
 profiles/slurm/config.yaml with only what a site changes replaced (partition, account, no
-Apptainer where there is none, no GPUs) plus fast status checks.
+Apptainer where there is none, this cluster's partitions) plus fast status checks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from pmcflow_testing import slurm
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -79,7 +81,7 @@ def cluster():
     state = Path(tempfile.mkdtemp(prefix="pmcslurm-"))  # short: the munge socket path is limited
     # Declare enough CPUs/memory that production-sized requests (mem_mb=16000, threads=8) are
     # accepted on a small CI machine; nothing is enforced on this test node.
-    c = slurm.up(state, PMCFLOW_SLURM_NODE_CPUS="16", PMCFLOW_SLURM_NODE_MEM_MB="600000")
+    c = slurm.up(state, PMCFLOW_SLURM_NODE_CPUS="16", PMCFLOW_SLURM_NODE_MEM_MB="600000", PMCFLOW_SLURM_GPUS="2")
     try:
         yield c
     finally:
@@ -90,14 +92,20 @@ def cluster():
 
 def _profile(tmp: Path, cluster: slurm.SlurmCluster, apptainer: bool = False, **overrides) -> Path:
     return slurm.derive_profile(
-        tmp / "profile", cluster.partition, cluster.account, apptainer=apptainer, overrides={**FAST, **overrides}
+        tmp / "profile",
+        cluster.partition,
+        cluster.account,
+        apptainer=apptainer,
+        gpu_partition=cluster.gpu_partition,
+        gpus=cluster.gpus,
+        overrides={**FAST, **overrides},
     )
 
 
 def _snakemake(cluster, workdir: Path, args: list[str], timeout: int) -> subprocess.CompletedProcess[str]:
-    # profiles/default sits where Snakemake looks for a *workflow* profile and would be layered over
-    # --profile (its default-resources replace the Slurm ones): switch that off explicitly.
-    cmd = ["timeout", "-k", "10", str(timeout), SNAKEMAKE, "--workflow-profile", "none", *args]
+    # The one command of README and docs/hpc.md: Snakemake layers profiles/default (the workflow
+    # profile) over --profile, which holds only what is right for both.
+    cmd = ["timeout", "-k", "10", str(timeout), SNAKEMAKE, *args]
     env = cluster.environ()
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout + 30)
@@ -120,19 +128,28 @@ def test_profile_is_complete():
     prof = slurm.load_profile()
     assert prof["executor"] == "slurm"
     dr = prof["default-resources"]
-    for key in ("slurm_partition", "slurm_account", "runtime", "mem_mb"):
+    for key in ("slurm_account", "runtime", "mem_mb"):
         assert key in dr, key
     assert dr["cpus_per_task"] == "threads"
+    # The partition of each job comes from the site's partition limits, not from per-rule names.
+    assert "slurm_partition" not in dr
+    parts = yaml.safe_load((REPO / "profiles/slurm" / prof["slurm-partition-config"]).read_text())["partitions"]
+    assert any(p.get("max_gpu", 0) > 0 for p in parts.values())
+    assert any(p.get("max_gpu", 0) == 0 for p in parts.values())
     assert prof["slurm-requeue"] is True and int(prof["retries"]) >= 1
     assert "slurm-init-seconds-before-status-checks" in prof
     assert "--nv" in prof["apptainer-args"]
     rule_names = set(slurm_rule_names())
     assert set(prof["set-resources"]) <= rule_names, set(prof["set-resources"]) - rule_names
-    for gpu_rule in ("train_detector", "train_encoder"):
-        res = prof["set-resources"][gpu_rule]
-        assert res["gpu"] >= 1 and res["gpu_model"] and res["cpus_per_gpu"] >= 1
-        # The plugin prefers --cpus-per-task whenever it is truthy: must be 0 for --cpus-per-gpu.
-        assert res["cpus_per_task"] == 0
+    # GPU counts live in the config sections (pmcflow.compute), never in the profile.
+    for rule, res in prof["set-resources"].items():
+        assert not {"gpu", "gres", "gpu_model", "slurm_partition"} & set(res), rule
+    # One NCBI rate limit for the whole run: the same global token as the local profile.
+    local = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
+    assert prof["resources"]["pmc_http"] == local["resources"]["pmc_http"] == 1
+    # The local profile is layered over this one by Snakemake: nothing in it may override a
+    # cluster setting.
+    assert not {"cores", "default-resources", "keep-going", "latency-wait", "jobs"} & set(local)
 
 
 def slurm_rule_names() -> list[str]:
@@ -184,50 +201,81 @@ def test_failures_retries_and_time_limit(cluster, tmp_path):
     assert "flaky" not in jobs2 and jobs2.get("broken") == ["FAILED"], jobs2
 
 
-def test_demo_dag_on_slurm(cluster, tmp_path):
+REHEARSAL = ["--configfile", "config/demo.yaml", "config/ci.yaml", "config/rehearsal.yaml"]
+
+
+def test_production_rehearsal_on_slurm_with_gpu_gres(cluster, tmp_path):
+    """The production rules on the demo corpus through the profile: every rule that runs a model
+    on a GPU in production is submitted with its GPU request (GRES allocated by Slurm, on the GPU
+    partition), every CPU rule without one, aggregates run locally; the models fall back to the
+    CPU because the GRES GPUs here have no devices."""
     from pmcflow_testing import workflow as wf
 
+    from pmcflow import compute
+    from pmcflow.config import load_config
+
+    assert cluster.gpu_partition and cluster.gpus >= 1
     # The demo DAG must plan: a workflow that does not is a failure here, not a reason to skip.
     work = wf.copy_workflow(REPO, tmp_path / "wf")
-    planned = wf.dry_run(work, ["--configfile", "config/demo.yaml", "config/ci.yaml"])
-    assert planned, "the demo DAG planned no job"
+    planned = wf.dry_run(work, REHEARSAL)
+    assert planned, "the rehearsal DAG planned no job"
     prof = _profile(tmp_path, cluster)
     before = {r["JobID"] for r in cluster.sacct()}
-    proc = _snakemake(
-        cluster, work, ["--profile", str(prof), "--configfile", "config/demo.yaml", "config/ci.yaml"], timeout=1200
-    )
+    proc = _snakemake(cluster, work, ["--profile", str(prof), *REHEARSAL], timeout=1200)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-8000:]
 
     # Outputs: every final target of the DAG exists and is non-empty.
-    targets = wf.final_targets(work, ["--configfile", "config/demo.yaml", "config/ci.yaml"])
+    targets = wf.final_targets(work, REHEARSAL)
     assert targets
     for t in targets:
         p = work / t
         assert p.exists() and p.stat().st_size > 0, t
 
-    # Accounting: every rule that is not a localrule ran as a Slurm job and COMPLETED.
-    jobs = _by_rule([r for r in cluster.sacct() if r["JobID"] not in before])
+    # Accounting: every rule that is not a localrule ran as a Slurm job and COMPLETED, on the
+    # partition its GPU request calls for, with the GPUs its config section sets.
+    fields = ("JobID", "JobName", "Comment", "State", "ExitCode", "Partition", "AllocTRES")
+    rows = [r for r in cluster.sacct(fields) if r["JobID"] not in before]
+    jobs = _by_rule(rows)
     assert jobs, "no Slurm jobs accounted"
     assert "list_articles" in jobs and "acquire_chunk" in jobs
     for rule, states in jobs.items():
         assert set(states) == {"COMPLETED"}, (rule, states)
-    # Array submission (slurm-array-jobs: acquire_chunk) when there are >1 chunks.
-    acquire_ids = [
-        r["JobID"] for r in cluster.sacct() if r.get("Comment", "").startswith("rule_acquire_chunk")
-    ]
-    if len(acquire_ids) > 1:
-        assert any("_" in j for j in acquire_ids), acquire_ids
+    cfg = load_config([REPO / "config/demo.yaml", REPO / "config/ci.yaml", REPO / "config/rehearsal.yaml"])
+    want = compute.rule_gpus(cfg)
+    gpu_rules = {"decompose_chunk", "train_detector", "evaluate_detector", "train_encoder", "evaluate_encoder",
+                 "evaluate_baseline"}  # fmt: skip
+    assert {r for r, n in want.items() if n} == gpu_rules
+    for r in rows:
+        rule = r["Comment"][len("rule_") :].split("_wildcards_")[0]
+        got = _gpus(r["AllocTRES"])
+        if rule in gpu_rules:
+            assert got == want[rule] and r["Partition"] == cluster.gpu_partition, (rule, r)
+        else:
+            assert got == 0 and r["Partition"] == cluster.partition, (rule, r)
+    assert gpu_rules <= set(jobs), sorted(gpu_rules - set(jobs))
+    # Aggregates ran in the Snakemake process, not as jobs.
+    assert not {"acquire_summary", "enrich_summary", "filter_summary", "shard"} & set(jobs), sorted(jobs)
+    # The models ran where a GPU was not visible: on the CPU, as the rehearsal says.
+    train_json = json.loads(next((work / "results/demo/encoders").glob("*/train.json")).read_text())
+    assert "cpu" in json.dumps(train_json.get("command", "")), train_json.get("command")
 
     # Nothing left to do: a second run submits no job.
     before = {r["JobID"] for r in cluster.sacct()}
-    proc = _snakemake(
-        cluster, work, ["--profile", str(prof), "--configfile", "config/demo.yaml", "config/ci.yaml"], timeout=300
-    )
+    proc = _snakemake(cluster, work, ["--profile", str(prof), *REHEARSAL], timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert not [r for r in cluster.sacct() if r["JobID"] not in before]
     shutil.rmtree(work / ".snakemake", ignore_errors=True)
     os.sync()
+
+
+def _gpus(tres: str) -> int:
+    """GPUs in an sacct AllocTRES string (``cpu=2,gres/gpu=1,mem=4000M,node=1``)."""
+    for part in tres.split(","):
+        key, _, value = part.partition("=")
+        if key == "gres/gpu":
+            return int(value)
+    return 0
 
 
 def test_core_rules_run_in_their_image_on_slurm(cluster, tmp_path):

@@ -124,6 +124,8 @@ def test_production_preset_command() -> None:
     assert sched.warmup_steps == round(0.1 * sched.total_steps)
     assert int(arg["--warmup"]) == sched.warmup_steps
     assert "--local-loss" in cmd and "--gather-with-grad" in cmd and arg["--val-num-samples"] == "50000"
+    # The paper's image tower starts from ImageNet weights: open_clip_train loads them only then.
+    assert "--pretrained-image" in cmd
 
 
 def test_cpu_command_caps_workers_and_rejects_amp() -> None:
@@ -134,6 +136,7 @@ def test_cpu_command_caps_workers_and_rejects_amp() -> None:
     )  # fmt: skip
     assert cmd[1:3] == ["-m", "pmcflow.encoders.launch"]
     assert cmd[cmd.index("--workers") + 1] == "2" and "--val-data" not in cmd
+    assert "--pretrained-image" not in cmd
     assert TR.schedule(cfg, 40, 2).batches_per_epoch == 6  # ceil(40/8)=5 rounded up to 2 workers
     with pytest.raises(TR.TrainError):
         TR.resolve_config({"precision": "amp"})

@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image
 
 from pmcflow.detect.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+from pmcflow.devices import resolve_device  # noqa: F401 - re-exported to the backends
 
 ImageInput = str | os.PathLike[str] | Image.Image
 Params = Mapping[str, Any]
@@ -281,15 +282,6 @@ def coerce_params(defaults: Mapping[str, Any], params: Params | None) -> dict[st
         else:
             out[key] = type(ref)(value)
     return out
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class Timer:

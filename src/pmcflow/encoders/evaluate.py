@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pmcflow.devices import resolve_device
 from pmcflow.seeding import seeded_subset
 from pmcflow.tables import write_json, write_table
 
@@ -448,6 +449,7 @@ def evaluate_encoder(
     """Evaluate the run in ``train_dir`` (its ``train.json``) -- or, with ``baseline``, the model
     ``evaluate.baselines[baseline]`` names -- on ``shards_dir``; write to ``out_dir``."""
     cfg = resolve_config(cfg_eval)
+    cfg["device"] = resolve_device(str(cfg["device"]))
     say = log or (lambda msg: print(msg, file=sys.stderr))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

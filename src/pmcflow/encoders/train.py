@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pmcflow.devices import resolve_device
+from pmcflow.runs import PRESETS
 from pmcflow.seeding import seeded_subset
 from pmcflow.tables import write_json, write_table
 
@@ -47,6 +49,9 @@ DEFAULTS: dict[str, Any] = {
     "preset": None,
     "model": "tiny-vit-bpe",
     "pretrained": None,
+    # Load the image tower's own pretrained weights (timm's ImageNet checkpoint named by the model
+    # config's timm_model_name): open_clip_train's --pretrained-image. Off for the CPU configs.
+    "pretrained_image": False,
     "epochs": 1,
     "batch_size": 8,
     "accum_freq": 1,
@@ -88,32 +93,6 @@ DEFAULTS: dict[str, Any] = {
 }
 SELECT_METRICS = ("R@1", "R@5", "R@10", "R@50", "R@200", "mrr")
 
-# The Open-PMC-18M recipe (seed 000, appendix): applied under the user's own keys.
-PRESETS: dict[str, dict[str, Any]] = {
-    "openpmc18m": {
-        "model": "vitb16-pubmedbert",
-        "epochs": 64,
-        "n_gpus": 8,
-        "batch_size": 64,  # per GPU and micro-step: 8 GPUs x 64 x accum 4 = 2,048
-        "accum_freq": 4,
-        "lr": 5.0e-4,
-        "wd": 0.2,
-        "beta1": 0.9,
-        "beta2": 0.98,
-        "eps": 1.0e-6,
-        "warmup_fraction": 0.1,
-        "lr_scheduler": "cosine",
-        "precision": "amp",
-        "device": "cuda",
-        "workers": 8,
-        "threads": None,
-        "use_val": True,
-        "local_loss": True,
-        "gather_with_grad": True,
-    }
-}
-
-
 class TrainError(RuntimeError):
     """Training could not run or did not produce a checkpoint."""
 
@@ -131,6 +110,7 @@ def resolve_config(cfg_train: Mapping[str, Any] | None) -> dict[str, Any]:
             raise TrainError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
         cfg.update(PRESETS[preset])
     cfg.update(user)
+    cfg["device"] = resolve_device(str(cfg["device"]))
     if cfg["precision"] != "fp32" and cfg["device"] == "cpu":
         raise TrainError("use precision fp32 on CPU")
     if not 0 <= float(cfg["warmup_fraction"]) < 1:
@@ -293,6 +273,8 @@ def build_command(
     ]  # fmt: skip
     if cfg["pretrained"]:
         args += ["--pretrained", str(cfg["pretrained"])]
+    if cfg["pretrained_image"]:
+        args.append("--pretrained-image")
     if cfg["grad_clip_norm"] is not None:
         args += ["--grad-clip-norm", str(cfg["grad_clip_norm"])]
     if cfg["dataset_resampled"]:

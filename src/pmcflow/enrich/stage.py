@@ -38,23 +38,13 @@ def _caption_parts(fig: Mapping[str, Any]) -> tuple[str, str | None]:
     return str(fig.get("caption") or ""), fig.get("caption_title")
 
 
-def enrich_rows(
-    cfg: Mapping[str, Any],
+def _usable(
     subfigures: Sequence[Mapping[str, Any]],
-    figures: Sequence[Mapping[str, Any]],
-    mentions: Sequence[Mapping[str, Any]],
-    articles: Sequence[Mapping[str, Any]],
+    figs: Mapping[str, Mapping[str, Any]],
+    arts: Mapping[str, Mapping[str, Any]],
     rejections: T.Rejections,
-) -> list[dict[str, Any]]:
-    """Enrich subfigure rows; rows that cannot be enriched are added to ``rejections``."""
-    ecfg = config_section(cfg, "enrich")
-    figs = {f["figure_uid"]: f for f in figures}
-    arts = {a["article_uid"]: a for a in articles}
-    by_article: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for m in mentions:
-        by_article[m["article_uid"]].append(m)
-
-    pmcids = {sf["subfigure_uid"]: sf["pmcid"] for sf in subfigures}
+) -> list[Mapping[str, Any]]:
+    """The subfigures whose figure and article are in the parse tables; the others are rejected."""
     usable: list[Mapping[str, Any]] = []
     for sf in subfigures:
         if sf["figure_uid"] not in figs:
@@ -63,7 +53,23 @@ def enrich_rows(
             rejections.add(sf["subfigure_uid"], "article_missing", "article not in the parse table", sf["pmcid"])
         else:
             usable.append(sf)
+    return usable
 
+
+def subcaption_rows(
+    cfg: Mapping[str, Any],
+    subfigures: Sequence[Mapping[str, Any]],
+    figures: Sequence[Mapping[str, Any]],
+    articles: Sequence[Mapping[str, Any]],
+    rejections: T.Rejections,
+) -> list[dict[str, Any]]:
+    """The subcaption step: one :data:`~pmcflow.schema.SUBCAPTIONS` row per subfigure that got a
+    subcaption (sorted by uid); the others are added to ``rejections``."""
+    ecfg = config_section(cfg, "enrich")
+    figs = {f["figure_uid"]: f for f in figures}
+    arts = {a["article_uid"]: a for a in articles}
+    pmcids = {sf["subfigure_uid"]: sf["pmcid"] for sf in subfigures}
+    usable = _usable(subfigures, figs, arts, rejections)
     sub_requests = []
     for sf in usable:
         caption, title = _caption_parts(figs[sf["figure_uid"]])
@@ -79,17 +85,44 @@ def enrich_rows(
         )
     subcaptioner = make_subcaptioner(ecfg.get("subcaption"))
     sub_results = _isolated(subcaptioner.extract, sub_requests, "subcaption_error", pmcids, rejections)
+    rows: list[dict[str, Any]] = []
     for sf in usable:
         res = sub_results.get(sf["subfigure_uid"])
-        if res is not None and over_cap(res.text, ecfg["max_subcaption_chars"]):
+        if res is None:
+            continue
+        if over_cap(res.text, ecfg["max_subcaption_chars"]):
             rejections.add(
                 sf["subfigure_uid"],
                 "subcaption_too_long",
                 f"{len(res.text)} characters > enrich.max_subcaption_chars {ecfg['max_subcaption_chars']}",
                 sf["pmcid"],
             )
-            del sub_results[sf["subfigure_uid"]]
-    usable = [sf for sf in usable if sf["subfigure_uid"] in sub_results]
+            continue
+        rows.append({"subfigure_uid": sf["subfigure_uid"], **res.to_row()})
+    rows.sort(key=lambda r: r["subfigure_uid"])
+    return rows
+
+
+def summary_rows(
+    cfg: Mapping[str, Any],
+    subfigures: Sequence[Mapping[str, Any]],
+    subcaptions: Sequence[Mapping[str, Any]],
+    figures: Sequence[Mapping[str, Any]],
+    mentions: Sequence[Mapping[str, Any]],
+    articles: Sequence[Mapping[str, Any]],
+    rejections: T.Rejections,
+) -> list[dict[str, Any]]:
+    """The summary step over the subfigures the subcaption step kept (``subcaptions``): the
+    enriched rows; subfigures whose summarisation fails are added to ``rejections``."""
+    ecfg = config_section(cfg, "enrich")
+    figs = {f["figure_uid"]: f for f in figures}
+    arts = {a["article_uid"]: a for a in articles}
+    subs = {r["subfigure_uid"]: r for r in subcaptions}
+    by_article: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for m in mentions:
+        by_article[m["article_uid"]].append(m)
+    pmcids = {sf["subfigure_uid"]: sf["pmcid"] for sf in subfigures}
+    usable = [sf for sf in subfigures if sf["subfigure_uid"] in subs]
 
     sum_requests = []
     for sf in usable:
@@ -99,7 +132,7 @@ def enrich_rows(
                 key=sf["subfigure_uid"],
                 figure_id=fig["figure_id"],
                 caption=str(fig.get("caption") or ""),
-                subcaption=sub_results[sf["subfigure_uid"]].text,
+                subcaption=str(subs[sf["subfigure_uid"]]["subcaption"] or ""),
                 mentions=by_article.get(sf["article_uid"], []),
                 letter=sf.get("panel_label"),
                 group=sf["figure_uid"],
@@ -132,12 +165,26 @@ def enrich_rows(
             figure_label=fig.get("label"),
             caption=fig.get("caption"),
         )
-        row.update(sub_results[sf["subfigure_uid"]].to_row())
+        row.update({c: subs[sf["subfigure_uid"]][c] for c in S.SUBCAPTION_COLUMNS})
         row.update(sum_results[sf["subfigure_uid"]].to_row())
         for k in ("subcaption", "shared_text", "summary"):
             row[k] = clean_text(row[k])
         rows.append(row)
     return rows
+
+
+def enrich_rows(
+    cfg: Mapping[str, Any],
+    subfigures: Sequence[Mapping[str, Any]],
+    figures: Sequence[Mapping[str, Any]],
+    mentions: Sequence[Mapping[str, Any]],
+    articles: Sequence[Mapping[str, Any]],
+    rejections: T.Rejections,
+) -> list[dict[str, Any]]:
+    """Both steps in one process (the workflow runs them as two jobs); rows that cannot be enriched
+    are added to ``rejections``."""
+    subs = subcaption_rows(cfg, subfigures, figures, articles, rejections)
+    return summary_rows(cfg, subfigures, subs, figures, mentions, articles, rejections)
 
 
 def _isolated(
@@ -167,6 +214,27 @@ def _isolated(
     return out
 
 
+def subcaption_chunk(
+    cfg: Mapping[str, Any],
+    chunk: str,
+    subfigures_path: str,
+    figures_path: str,
+    articles_path: str,
+    out_path: str,
+    rejections_path: str,
+) -> int:
+    """The subcaption job of a chunk: ``out_path`` (:data:`~pmcflow.schema.SUBCAPTIONS`) and its
+    rejections; returns the number of subfigures kept."""
+    rejections = T.Rejections(STAGE, chunk=chunk)
+    rows = subcaption_rows(
+        cfg, T.read_rows(subfigures_path), T.read_rows(figures_path), T.read_rows(articles_path), rejections
+    )
+    T.write_table(rows, S.SUBCAPTIONS, out_path)
+    rejections.write(rejections_path)
+    log.info("enrich %s: %d subcaptions, %d rejected", chunk, len(rows), len(rejections))
+    return len(rows)
+
+
 def enrich_chunk(
     cfg: Mapping[str, Any],
     chunk: str,
@@ -175,19 +243,23 @@ def enrich_chunk(
     mentions_path: str,
     articles_path: str,
     out_dir: str,
+    subcaptions: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Write ``out_dir/enriched.parquet``, ``rejections.parquet`` and ``counts.json``."""
+    """Write ``out_dir/enriched.parquet``, ``rejections.parquet`` and ``counts.json``.
+
+    ``subcaptions`` is the subcaption job's ``(table, rejections)``: only the summaries are made
+    here then (the workflow's two jobs); without it both steps run in this process.
+    """
     out = Path(out_dir)
     subfigures = T.read_rows(subfigures_path)
+    figures, articles = T.read_rows(figures_path), T.read_rows(articles_path)
     rejections = T.Rejections(STAGE, chunk=chunk)
-    rows = enrich_rows(
-        cfg,
-        subfigures,
-        T.read_rows(figures_path),
-        T.read_rows(mentions_path),
-        T.read_rows(articles_path),
-        rejections,
-    )
+    if subcaptions is None:
+        subs = subcaption_rows(cfg, subfigures, figures, articles, rejections)
+    else:
+        subs = T.read_rows(subcaptions[0])
+        rejections.extend(T.read_rows(subcaptions[1]))
+    rows = summary_rows(cfg, subfigures, subs, figures, T.read_rows(mentions_path), articles, rejections)
     rows.sort(key=lambda r: r["subfigure_uid"])
     T.write_table(rows, S.ENRICHED, out / "enriched.parquet")
     rejections.write(out / "rejections.parquet")
@@ -214,9 +286,43 @@ def cli(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--mentions", required=True)
     ap.add_argument("--articles", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument(
+        "--subcaptions",
+        nargs=2,
+        metavar=("TABLE", "REJECTIONS"),
+        help="the output of `pmcflow subcaption-chunk`: make only the summaries here",
+    )
     args = ap.parse_args(argv)
     rec = enrich_chunk(
-        config_from_args(args), args.chunk, args.subfigures, args.figures, args.mentions, args.articles, args.out
+        config_from_args(args),
+        args.chunk,
+        args.subfigures,
+        args.figures,
+        args.mentions,
+        args.articles,
+        args.out,
+        subcaptions=tuple(args.subcaptions) if args.subcaptions else None,
     )
     print(f"enrich {args.chunk}: in={rec['in']} kept={rec['kept']} rejected={rec['rejected']}")
+    return 0
+
+
+def cli_subcaption(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="pmcflow subcaption-chunk",
+        description="The subcaption step of one chunk (its own job in the workflow, so that one "
+        "vLLM engine owns the GPUs at a time); `pmcflow enrich-chunk --subcaptions` completes it.",
+    )
+    add_config_args(ap)
+    ap.add_argument("--chunk", required=True)
+    ap.add_argument("--subfigures", required=True)
+    ap.add_argument("--figures", required=True)
+    ap.add_argument("--articles", required=True)
+    ap.add_argument("--out", required=True, help="subcaptions table (.parquet)")
+    ap.add_argument("--rejections", required=True, help="its rejections (.parquet)")
+    args = ap.parse_args(argv)
+    kept = subcaption_chunk(
+        config_from_args(args), args.chunk, args.subfigures, args.figures, args.articles, args.out, args.rejections
+    )
+    print(f"subcaptions {args.chunk}: kept={kept}")
     return 0

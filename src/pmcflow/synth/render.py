@@ -14,6 +14,12 @@ Output of one run (or shard) in ``out_dir``::
     counts.json                   tables.counts_record("render", ...)
     rejections.parquet            source images rejected (schema.REJECTIONS), with reasons
     sources.json                  the source pool (id and origin of every image, by modality)
+
+With a ``datasets`` sources file (:func:`pmcflow.synth.sources.parse_sources`) each split draws
+from its own datasets (``split=``); every COCO annotation then names its ``dataset`` and
+``license`` (an id into the COCO ``licenses`` list), ``datasets`` lists each dataset's modality,
+licence and URL, ``info.split`` and ``sources.json`` name the split.  Builtin pools and old-format
+``{modality: [paths]}`` files add none of these keys, so their outputs are unchanged.
 """
 
 from __future__ import annotations
@@ -39,7 +45,16 @@ from pmcflow import tables as T
 from pmcflow.progress import progress
 from pmcflow.seeding import rng_for
 from pmcflow.synth.compose import FigureParams, compose, sample_figure
-from pmcflow.synth.sources import NoUsableSource, SourcePool, builtin_pool, pool_from_config
+from pmcflow.synth.sources import (
+    SPLITS,
+    NoUsableSource,
+    SourcePool,
+    SourcesSpec,
+    builtin_pool,
+    load_sources_file,
+    parse_sources,
+    pool_for_split,
+)
 
 STAGE = "render"
 ANN_ID_STRIDE = 100  # annotation id = (figure index + 1) * 100 + panel number: unique across shards
@@ -77,12 +92,47 @@ def parse_size(size: int | str | Sequence[int]) -> tuple[int, int]:
     return int(w), int(h)
 
 
-def make_pool(sources: SourcePool | Mapping[str, Sequence[str]] | None, max_side: int) -> SourcePool:
+Sources = SourcePool | SourcesSpec | Mapping[str, Any] | None
+
+
+def make_pool(sources: Sources, max_side: int, split: str | None = None) -> SourcePool:
+    """The pool figures of ``split`` draw from.
+
+    ``sources``: a ready pool (used as is), a parsed sources file, a sources mapping in either
+    format (:func:`pmcflow.synth.sources.parse_sources`; relative paths stay relative to the working
+    directory), or None / empty for the builtin pool.
+    """
     if isinstance(sources, SourcePool):
         return sources
-    if sources:
-        return pool_from_config(sources, max_side=max_side)
+    spec = sources if isinstance(sources, SourcesSpec) else parse_sources(sources) if sources else None
+    if spec is not None and spec.datasets:
+        return pool_for_split(spec, split, max_side=max_side)
     return builtin_pool(max_side=max_side)
+
+
+def provenance(pool: SourcePool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
+    """COCO ``licenses`` and ``datasets`` lists of a ``datasets`` pool, and dataset -> licence id.
+
+    Licence ids number the distinct licence texts in sorted order, so every shard of a split gets
+    the same ids.  All three are empty for builtin and old-format pools.
+    """
+    if not pool.datasets:
+        return [], [], {}
+    texts = sorted({ds.licence or "" for ds in pool.datasets.values()})
+    ids = {text: k + 1 for k, text in enumerate(texts)}
+    licenses = [{"id": ids[text], "name": text} for text in texts]
+    datasets = [
+        {
+            "name": ds.name,
+            "modality": ds.modality,
+            "licence": ds.licence,
+            "license": ids[ds.licence or ""],
+            "url": ds.url,
+            "splits": list(ds.splits),
+        }
+        for ds in sorted(pool.datasets.values(), key=lambda d: d.name)
+    ]
+    return licenses, datasets, {ds.name: ids[ds.licence or ""] for ds in pool.datasets.values()}
 
 
 def render_one(
@@ -154,8 +204,13 @@ def _render_into(
     label_annotations: list[dict[str, Any]],
     failed: Counter[str],
     failures: list[dict[str, Any]],
+    license_of: Mapping[str, int],
 ) -> None:
-    """Render figure ``i`` and append its files, COCO rows and record."""
+    """Render figure ``i`` and append its files, COCO rows and record.
+
+    ``license_of`` (dataset name -> COCO licence id) is empty unless the pool names datasets; then
+    each annotation also carries its ``dataset`` and ``license``.
+    """
     name = figure_name(i)
     try:
         im, anns, rec = render_one(i, seed, pool, width, height, params)
@@ -173,18 +228,23 @@ def _render_into(
     for k, a in enumerate(anns):
         ann_id = image_id * ANN_ID_STRIDE + k
         x, y, w, h = a["bbox"]
-        annotations.append(
-            {
-                "id": ann_id,
-                "image_id": image_id,
-                "category_id": 1,
-                "bbox": [x, y, w, h],
-                "area": w * h,
-                "iscrowd": 0,
-                "label": a["label"],
-                "modality": a["modality"],
-            }
-        )
+        row: dict[str, Any] = {
+            "id": ann_id,
+            "image_id": image_id,
+            "category_id": 1,
+            "bbox": [x, y, w, h],
+            "area": w * h,
+            "iscrowd": 0,
+            "label": a["label"],
+            "modality": a["modality"],
+        }
+        if license_of:
+            ds = pool.dataset_of(a["source_id"])
+            if ds is None:  # a datasets pool only holds ids of its own datasets
+                raise RuntimeError(f"source {a['source_id']!r} belongs to no dataset of the pool")
+            row["dataset"] = ds.name
+            row["license"] = license_of[ds.name]
+        annotations.append(row)
         if a["label_bbox"] is not None:
             lx, ly, lw, lh = a["label_bbox"]
             label_annotations.append(
@@ -209,23 +269,28 @@ def render(
     shard: int | None = None,
     num_shards: int = 1,
     start: int = 0,
-    sources: SourcePool | Mapping[str, Sequence[str]] | None = None,
+    sources: Sources = None,
     params: FigureParams | None = None,
     compress_level: int = 1,
     validate_sources: bool = False,
+    split: str | None = None,
 ) -> dict[str, Any]:
     """Render figures ``start .. start+n-1`` (or one shard of them) into ``out_dir``.
 
     Returns the counts record (also written to ``counts.json``).  ``validate_sources`` decodes
     every source up front so all bad sources are listed even if no figure drew them (cheap for
-    the builtin pool, slow for a large production pool).
+    the builtin pool, slow for a large production pool).  ``split`` (train, val, holdout) picks
+    the datasets of a ``datasets`` sources file; builtin and old-format sources ignore it.
     """
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     width, height = parse_size(size)
     params = params or FigureParams()
+    pool = make_pool(sources, max_side=max(width, height), split=split)  # a bad sources file fails before any output
+    licenses, datasets, license_of = provenance(pool)
     out = Path(out_dir)
     (out / "images").mkdir(parents=True, exist_ok=True)
     (out / "labels").mkdir(parents=True, exist_ok=True)
-    pool = make_pool(sources, max_side=max(width, height))
     if validate_sources:
         pool.validate_all()
     indices = figure_indices(n, shard, num_shards, start)
@@ -239,12 +304,11 @@ def render(
     with T.atomic_open(out / "records.jsonl", "w", encoding="utf-8") as rec_fh:  # streamed: bounded memory
         desc = "render" if shard is None else f"render shard-{shard:04d}"
         for i in progress(indices, desc=desc, unit="figure"):
-            _render_into(i, seed, pool, width, height, params, out, compress_level, rec_fh, images, annotations, label_annotations, failed, failures)
+            _render_into(i, seed, pool, width, height, params, out, compress_level, rec_fh, images, annotations, label_annotations, failed, failures, license_of)
     panels = len(annotations)
     elapsed = time.perf_counter() - t0
 
-
-    coco = {
+    coco: dict[str, Any] = {
         "info": {
             "description": "pmcflow synthetic compound figures",
             "version": __version__,
@@ -255,15 +319,23 @@ def render(
             "num_shards": num_shards,
             "size": [width, height],
         },
-        "licenses": [],
+        "licenses": licenses,
         "categories": CATEGORIES,
         "images": images,
         "annotations": annotations,
         "label_annotations": label_annotations,
     }
+    sources_doc: dict[str, Any] = {
+        "modalities": {m: [{"id": r.source_id, "origin": r.origin} for r in refs] for m, refs in pool.refs.items()},
+        "unavailable": pool.unavailable,
+    }
+    if datasets:
+        coco["info"]["split"] = pool.split
+        coco["datasets"] = datasets
+        sources_doc["split"] = pool.split
+        sources_doc["datasets"] = {name: ds.to_record() for name, ds in sorted(pool.datasets.items())}
     _write_compact_json(out / "annotations.json", coco)
-    sources_doc = {m: [{"id": r.source_id, "origin": r.origin} for r in refs] for m, refs in pool.refs.items()}
-    _write_compact_json(out / "sources.json", {"modalities": sources_doc, "unavailable": pool.unavailable})
+    _write_compact_json(out / "sources.json", sources_doc)
     rej = T.Rejections(STAGE, chunk=None if shard is None else f"shard-{shard:04d}")
     for row in pool.rejection_rows():
         rej.add(row["source_id"], row["reason"], f"{row['modality']}: {row['detail']}")
@@ -304,6 +376,7 @@ def merge_shards(shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os
     record_files: list[Path] = []
     counts = []
     info: dict[str, Any] | None = None
+    sources_key: tuple[Any, Any] | None = None  # (licenses, datasets): the same in every shard of a split
     for d in sorted(Path(s) for s in shard_dirs):
         with open(d / "annotations.json", encoding="utf-8") as fh:
             coco = json.load(fh)
@@ -314,6 +387,11 @@ def merge_shards(shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os
             info = key
         elif key != info:
             raise ValueError(f"{d}: shard was rendered with different settings: {key} vs {info}")
+        shard_sources = (coco.get("licenses", []), coco.get("datasets"))
+        if sources_key is None:
+            sources_key = shard_sources
+        elif shard_sources != sources_key:
+            raise ValueError(f"{d}: shard was rendered from different source datasets than the others")
         rel = Path(os.path.relpath(d, out))
         for im in coco["images"]:
             images.append({**im, "file_name": (rel / im["file_name"]).as_posix()})
@@ -321,19 +399,21 @@ def merge_shards(shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os
         labs += coco.get("label_annotations", [])
         record_files.append(d / "records.jsonl")
         counts.append(T.read_counts(d / "counts.json"))
-    if info is None:
+    if info is None or sources_key is None:
         raise ValueError("no shard directories given")
     ids = [im["id"] for im in images]
     if len(ids) != len(set(ids)):
         raise ValueError("the same figure appears in two shards")
-    merged = {
+    merged: dict[str, Any] = {
         "info": {**info, "shard": None, "merged_shards": len(counts)},
-        "licenses": [],
+        "licenses": sources_key[0],
         "categories": CATEGORIES,
         "images": sorted(images, key=lambda r: r["id"]),
         "annotations": sorted(anns, key=lambda r: r["id"]),
         "label_annotations": sorted(labs, key=lambda r: r["id"]),
     }
+    if sources_key[1] is not None:
+        merged["datasets"] = sources_key[1]
     _write_compact_json(out / "annotations.json", merged)
     with contextlib.ExitStack() as stack, T.atomic_open(out / "records.jsonl", "w", encoding="utf-8") as dst:
         streams = [_records_by_index(stack.enter_context(open(f, encoding="utf-8"))) for f in record_files]
@@ -350,20 +430,6 @@ def _records_by_index(fh: Iterable[str]) -> Iterator[tuple[int, str]]:
             yield json.loads(line)["index"], line if line.endswith("\n") else line + "\n"
 
 
-def _load_sources_file(path: str) -> dict[str, list[str]]:
-    text = Path(path).read_text(encoding="utf-8")
-    if path.endswith((".yaml", ".yml")):
-        import yaml
-
-        data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping modality -> [dirs or parquet files]")
-    base = Path(path).parent
-    return {str(m): [str(p if os.path.isabs(p) else base / p) for p in ([v] if isinstance(v, str) else v)] for m, v in data.items()}
-
-
 def cli(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="pmcflow render", description="Render synthetic compound figures (COCO + YOLO).")
     ap.add_argument("--n", type=int, help="number of figures in the whole run")
@@ -373,7 +439,12 @@ def cli(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0, help="first figure index (e.g. a validation split)")
     ap.add_argument("--shard", type=int, default=None)
     ap.add_argument("--num-shards", type=int, default=1)
-    ap.add_argument("--sources", default=None, help="YAML/JSON {modality: [dirs or .parquet]}; default: builtin panels")
+    ap.add_argument(
+        "--sources",
+        default=None,
+        help="YAML/JSON sources file: {datasets: {name: {modality, path, licence, splits}}} or {modality: [dirs or .parquet]}; default: builtin panels",
+    )
+    ap.add_argument("--split", choices=SPLITS, default=None, help="the split to render: picks its datasets from a datasets sources file")
     ap.add_argument("--compress-level", type=int, default=1, help="PNG zlib level (fixed per run)")
     ap.add_argument("--validate-sources", action="store_true", help="decode every source first and list all bad ones")
     ap.add_argument("--merge", nargs="+", metavar="SHARD_DIR", help="merge these shard outputs into --out instead of rendering")
@@ -384,7 +455,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.n is None:
         ap.error("--n is required unless --merge is given")
-    sources = _load_sources_file(args.sources) if args.sources else None
+    sources = load_sources_file(args.sources) if args.sources else None
     counts = render(
         args.n,
         args.seed,
@@ -396,6 +467,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
         sources=sources,
         compress_level=args.compress_level,
         validate_sources=args.validate_sources,
+        split=args.split,
     )
     rate = counts["kept"] / counts["seconds"] if counts["seconds"] else float("nan")
     print(f"rendered {counts['kept']}/{counts['in']} figures ({counts['extra']['panels']} panels) in {counts['seconds']:.1f}s = {rate:.1f}/s -> {args.out}")

@@ -9,6 +9,10 @@ Two kinds of pool:
   membrane recordings).  Nothing is downloaded.
 * :func:`pool_from_config` reads ``{modality: [directory or .parquet file, ...]}`` for production
   (e.g. ROCO, PathMNIST, HAM10000 unpacked on the cluster).
+* A *sources file* (:func:`load_sources_file`, :func:`parse_sources`) is either that mapping (every
+  split draws from the same images) or ``{datasets: {name: {modality, path, licence, splits, url}}}``,
+  which names each dataset, its licence and the splits (``train``, ``val``, ``holdout``) whose
+  figures may draw from it; :func:`pool_for_split` builds the pool of one split.
 
 Every image goes through :func:`normalize_image`: CMYK, palette, 16-bit/float, grey and alpha
 images are converted to 8-bit RGB; corrupt, truncated, animated, too-small, blank and oversized
@@ -22,7 +26,9 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import io
+import json
 import os
+import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -189,6 +195,7 @@ class SourceRef:
     modality: str
     origin: str
     loader: Loader = field(compare=False, repr=False)
+    dataset: str | None = None  # the dataset of a ``datasets`` sources file (None: builtin or old format)
 
 
 @dataclass
@@ -207,6 +214,8 @@ class SourcePool:
     rejections: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # id -> (modality, reason, detail)
     conversions: dict[str, str] = field(default_factory=dict)  # id -> note
     unavailable: list[str] = field(default_factory=list)  # builtin sources that could not be found
+    datasets: dict[str, DatasetSource] = field(default_factory=dict)  # by name; empty unless built by pool_for_split
+    split: str | None = None  # the split a ``datasets`` pool was built for
     _cache: OrderedDict[str, Image.Image] = field(default_factory=OrderedDict, repr=False)
 
     def __post_init__(self) -> None:
@@ -291,6 +300,12 @@ class SourcePool:
                 out.append(m)
         return out
 
+    def dataset_of(self, source_id: str) -> DatasetSource | None:
+        """The dataset a source id belongs to (ids of a ``datasets`` pool are ``<dataset>:<path>``)."""
+        if not self.datasets:
+            return None
+        return self.datasets.get(source_id.partition(":")[0])
+
     def rejection_rows(self) -> list[dict[str, str]]:
         return [
             {"source_id": sid, "modality": m, "reason": reason, "detail": detail}
@@ -308,15 +323,25 @@ def _file_loader(path: Path, max_pixels: int, draft_side: int | None = None) -> 
 
 
 def refs_from_directory(
-    directory: str | os.PathLike[str], modality: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, draft_side: int | None = None
+    directory: str | os.PathLike[str],
+    modality: str,
+    *,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    draft_side: int | None = None,
+    prefix: str | None = None,
+    dataset: str | None = None,
 ) -> list[SourceRef]:
-    """Every image file under ``directory`` (recursive, by extension)."""
+    """Every image file under ``directory`` (recursive, by extension).
+
+    Ids are ``<prefix>:<directory name>/<relative path>``; ``prefix`` defaults to the modality.
+    """
     root = Path(directory)
+    head = prefix or modality
     refs = []
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS:
             rel = p.relative_to(root).as_posix()
-            refs.append(SourceRef(f"{modality}:{root.name}/{rel}", modality, str(p), _file_loader(p, max_pixels, draft_side)))
+            refs.append(SourceRef(f"{head}:{root.name}/{rel}", modality, str(p), _file_loader(p, max_pixels, draft_side), dataset))
     return refs
 
 
@@ -348,16 +373,24 @@ class _ParquetImages:
 
 
 def refs_from_parquet(
-    path: str | os.PathLike[str], modality: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, draft_side: int | None = None
+    path: str | os.PathLike[str],
+    modality: str,
+    *,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    draft_side: int | None = None,
+    prefix: str | None = None,
+    dataset: str | None = None,
 ) -> list[SourceRef]:
     """Images listed in a Parquet file: an ``image`` (bytes) column, or a ``path`` column.
 
     An ``id`` column (if any) names each row; otherwise ``<file>#<row>``.  Relative paths are
-    resolved against the Parquet file's directory.
+    resolved against the Parquet file's directory.  Ids are ``<prefix>:<file>#<id or row>``;
+    ``prefix`` defaults to the modality.
     """
     import pyarrow.parquet as pq
 
     p = Path(path)
+    head = prefix or modality
     names = pq.ParquetFile(p).schema_arrow.names
     ids = pq.read_table(p, columns=["id"]).column(0).to_pylist() if "id" in names else None
     refs: list[SourceRef] = []
@@ -365,24 +398,47 @@ def refs_from_parquet(
         store = _ParquetImages(p, "image")
         n = store.offsets[-1]
         for row in range(n):
-            sid = f"{modality}:{p.name}#{ids[row] if ids else row}"
+            sid = f"{head}:{p.name}#{ids[row] if ids else row}"
             refs.append(
                 SourceRef(
                     sid,
                     modality,
                     f"{p}#{row}",
                     lambda r=row: decode_image(store.get(r), max_pixels=max_pixels, draft_side=draft_side),
+                    dataset,
                 )
             )
     elif "path" in names:
         paths = pq.read_table(p, columns=["path"]).column(0).to_pylist()
         for row, rel in enumerate(paths):
             fp = Path(rel) if os.path.isabs(rel) else p.parent / rel
-            sid = f"{modality}:{p.name}#{ids[row] if ids else row}"
-            refs.append(SourceRef(sid, modality, str(fp), _file_loader(fp, max_pixels, draft_side)))
+            sid = f"{head}:{p.name}#{ids[row] if ids else row}"
+            refs.append(SourceRef(sid, modality, str(fp), _file_loader(fp, max_pixels, draft_side), dataset))
     else:
         raise ValueError(f"{p}: needs an 'image' (bytes) or 'path' column, has {names}")
     return refs
+
+
+def refs_from_entry(
+    entry: str | os.PathLike[str],
+    modality: str,
+    *,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    draft_side: int | None = None,
+    prefix: str | None = None,
+    dataset: str | None = None,
+) -> list[SourceRef]:
+    """The sources of one entry of a sources file: a directory, a ``.parquet`` list or one image."""
+    p = Path(entry)
+    kw: dict[str, Any] = {"max_pixels": max_pixels, "draft_side": draft_side, "prefix": prefix, "dataset": dataset}
+    if p.is_dir():
+        return refs_from_directory(p, modality, **kw)
+    if p.suffix == ".parquet":
+        return refs_from_parquet(p, modality, **kw)
+    if p.is_file():
+        return [SourceRef(f"{prefix or modality}:{p.name}", modality, str(p), _file_loader(p, max_pixels, draft_side), dataset)]
+    what = f"dataset {dataset!r}" if dataset else repr(modality)
+    raise FileNotFoundError(f"source for {what} not found: {p}")
 
 
 def pool_from_config(
@@ -396,19 +452,313 @@ def pool_from_config(
     refs: dict[str, list[SourceRef]] = {}
     for modality, entries in spec.items():
         for entry in entries:
-            p = Path(entry)
-            if p.is_dir():
-                refs.setdefault(modality, []).extend(refs_from_directory(p, modality, max_pixels=max_pixels, draft_side=max_side))
-            elif p.suffix == ".parquet":
-                refs.setdefault(modality, []).extend(refs_from_parquet(p, modality, max_pixels=max_pixels, draft_side=max_side))
-            elif p.is_file():
-                refs.setdefault(modality, []).append(
-                    SourceRef(f"{modality}:{p.name}", modality, str(p), _file_loader(p, max_pixels, max_side))
-                )
-            else:
-                raise FileNotFoundError(f"source for {modality!r} not found: {p}")
+            refs.setdefault(modality, []).extend(refs_from_entry(entry, modality, max_pixels=max_pixels, draft_side=max_side))
     return SourcePool(refs, max_side=max_side, cache_size=cache_size)
 
+
+# ----------------------------------------------------------------------------------------------
+# sources files: {modality: [paths]} or {datasets: {name: {modality, path, licence, splits, url}}}
+# ----------------------------------------------------------------------------------------------
+
+SPLITS: tuple[str, ...] = ("train", "val", "holdout")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_DATASET_KEYS = ("modality", "path", "licence", "splits", "url", "description")
+_TOP_KEYS = ("datasets", "description")
+_KEY_HINTS = {"license": "licence", "paths": "path", "dir": "path", "directory": "path", "split": "splits", "modalities": "modality"}
+
+
+class SourcesFileError(ValueError):
+    """A sources file that cannot be used; :attr:`problems` lists every problem found."""
+
+    def __init__(self, origin: str, problems: Sequence[str]) -> None:
+        self.origin = origin
+        self.problems = list(problems)
+        super().__init__(f"{origin}: " + "; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """One dataset of a sources file: its images, modality, licence and the splits that draw from it.
+
+    In the old ``{modality: [paths]}`` format each modality is one dataset named after it, used by
+    every split and without a licence (``legacy``); its source ids keep the old form
+    ``<modality>:<path>``.  Ids of a ``datasets`` file are ``<dataset>:<path>``.
+    """
+
+    name: str
+    modality: str
+    paths: tuple[Path, ...]
+    splits: tuple[str, ...]
+    licence: str | None = None
+    url: str | None = None
+    description: str | None = None
+    legacy: bool = False
+
+    @property
+    def id_prefix(self) -> str:
+        """What the ids of this dataset's sources start with (before the ``:``)."""
+        return self.modality if self.legacy else self.name
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-friendly description (for ``sources.json``, the COCO file and ``sources check``)."""
+        rec: dict[str, Any] = {
+            "name": self.name,
+            "modality": self.modality,
+            "paths": [str(p) for p in self.paths],
+            "splits": list(self.splits),
+            "licence": self.licence,
+            "url": self.url,
+        }
+        if self.description:
+            rec["description"] = self.description
+        return rec
+
+
+@dataclass(frozen=True)
+class SourcesSpec:
+    """A parsed sources file (see :func:`parse_sources`)."""
+
+    datasets: tuple[DatasetSource, ...]
+    origin: str = "<sources>"
+    legacy: bool = False
+
+    @property
+    def modalities(self) -> list[str]:
+        """Every modality named in the file, sorted."""
+        return sorted({d.modality for d in self.datasets})
+
+    def for_split(self, split: str) -> list[DatasetSource]:
+        """The datasets whose images figures of ``split`` may use (sorted by name)."""
+        return sorted((d for d in self.datasets if split in d.splits), key=lambda d: d.name)
+
+    def coverage_problems(self, splits: Iterable[str]) -> list[str]:
+        """Why ``splits`` cannot be rendered from this file: an unknown split, a split without
+        datasets, or a modality of the file without a dataset for one of them."""
+        problems: list[str] = []
+        for split in splits:
+            if split not in SPLITS:
+                problems.append(f"unknown split {split!r} (use {', '.join(SPLITS)})")
+                continue
+            have = {d.modality for d in self.for_split(split)}
+            if not have:
+                problems.append(f"split {split!r}: no dataset lists it in 'splits'")
+                continue
+            for m in self.modalities:
+                if m not in have:
+                    others = ", ".join(f"{d.name} [{', '.join(d.splits)}]" for d in self.datasets if d.modality == m)
+                    problems.append(f"split {split!r}: modality {m!r} has no dataset (it has only {others})")
+        return problems
+
+    def check_split(self, split: str) -> None:
+        """Raise :class:`SourcesFileError` unless ``split`` has a dataset for every modality."""
+        problems = self.coverage_problems([split])
+        if problems:
+            raise SourcesFileError(self.origin, problems)
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "file": self.origin,
+            "format": "modalities" if self.legacy else "datasets",
+            "datasets": {d.name: d.to_record() for d in sorted(self.datasets, key=lambda d: d.name)},
+        }
+
+
+def _str_list(value: Any) -> list[str] | None:
+    """A string (or path) or a list of them as a list of strings; None for anything else."""
+    if isinstance(value, str | os.PathLike):
+        return [os.fspath(value)]
+    if isinstance(value, list | tuple) and all(isinstance(v, str | os.PathLike) for v in value):
+        return [os.fspath(v) for v in value]
+    return None
+
+
+def _resolve(path: str, base: Path | None) -> Path:
+    p = Path(os.path.expanduser(path))
+    return p if base is None or p.is_absolute() else base / p
+
+
+def _unknown_key(where: str, key: object, allowed: Sequence[str]) -> str:
+    hint = _KEY_HINTS.get(str(key))
+    tail = f"did you mean {hint!r}?" if hint else f"allowed: {', '.join(allowed)}"
+    return f"{where}: unknown key {key!r} ({tail})"
+
+
+def _parse_dataset(name: object, entry: Any, base: Path | None, problems: list[str]) -> DatasetSource | None:
+    """One entry of ``datasets``; appends what is wrong with it to ``problems``."""
+    where = f"dataset {name!r}"
+    n_before = len(problems)
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        problems.append(f"{where}: a name is letters, digits, '.', '_', '+' or '-' (starting with a letter or digit)")
+    if not isinstance(entry, Mapping):
+        problems.append(f"{where}: expected a mapping with modality, path, licence and splits, got {type(entry).__name__}")
+        return None
+    problems += [_unknown_key(where, k, _DATASET_KEYS) for k in entry if k not in _DATASET_KEYS]
+
+    modality = entry.get("modality")
+    if modality is None:
+        problems.append(f"{where}: missing 'modality' (e.g. radiology)")
+    elif not isinstance(modality, str) or not _NAME_RE.match(modality):
+        problems.append(f"{where}: 'modality' must be a word (letters, digits, '.', '_', '+', '-'), got {modality!r}")
+
+    raw_paths = entry.get("path")
+    paths = _str_list(raw_paths)
+    if raw_paths is None:
+        problems.append(f"{where}: missing 'path' (a directory, a .parquet file or an image, or a list of them)")
+    elif not paths or not all(p.strip() for p in paths):
+        problems.append(f"{where}: 'path' must be a non-empty path or a list of them, got {raw_paths!r}")
+
+    licence = entry.get("licence")
+    if licence is None or (isinstance(licence, str) and not licence.strip()):
+        problems.append(f"{where}: missing 'licence' (the licence of its images, e.g. \"CC BY 4.0\")")
+    elif not isinstance(licence, str):
+        problems.append(f"{where}: 'licence' must be a string, got {licence!r}")
+
+    raw_splits = entry.get("splits")
+    splits = _str_list(raw_splits)
+    if raw_splits is None:
+        problems.append(f"{where}: missing 'splits' (a list of {', '.join(SPLITS)})")
+    elif not splits:
+        problems.append(f"{where}: 'splits' must list some of {', '.join(SPLITS)}, got {raw_splits!r}")
+    else:
+        problems += [f"{where}: unknown split {s!r} in 'splits' (use {', '.join(SPLITS)})" for s in splits if s not in SPLITS]
+
+    for key in ("url", "description"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            problems.append(f"{where}: {key!r} must be a string, got {entry[key]!r}")
+
+    if len(problems) > n_before:
+        return None
+    assert isinstance(name, str) and isinstance(modality, str) and isinstance(licence, str)
+    assert paths is not None and splits is not None
+    return DatasetSource(
+        name=name,
+        modality=modality,
+        paths=tuple(_resolve(p, base) for p in paths),
+        splits=tuple(s for s in SPLITS if s in splits),
+        licence=licence.strip(),
+        url=entry.get("url"),
+        description=entry.get("description"),
+    )
+
+
+def parse_sources(data: Any, *, base: str | os.PathLike[str] | None = None, origin: str = "<sources>") -> SourcesSpec:
+    """Parse a sources mapping in either format; relative paths are resolved against ``base``.
+
+    * ``{modality: [directory | file.parquet | image, ...]}`` (or one path per modality): every
+      split uses these images; no licences are recorded.
+    * ``{datasets: {name: {modality, path, licence, splits, url?, description?}}}``: ``path`` is one
+      entry or a list; ``splits`` lists the splits (``train``, ``val``, ``holdout``) whose figures
+      may use the dataset.
+
+    Every problem is collected and raised together as :class:`SourcesFileError`, each naming the
+    dataset and key.  Whether each split has a dataset for every modality is checked for the split
+    being rendered (:meth:`SourcesSpec.check_split`), not here.
+    """
+    root = Path(base) if base is not None else None
+    if not isinstance(data, Mapping):
+        raise SourcesFileError(origin, [f"expected a mapping ({{datasets: {{name: {{...}}}}}} or {{modality: [paths]}}), got {type(data).__name__}"])
+    problems: list[str] = []
+    if isinstance(data.get("datasets"), Mapping):
+        problems += [_unknown_key("top level", k, _TOP_KEYS) for k in data if k not in _TOP_KEYS]
+        if not data["datasets"]:
+            problems.append("'datasets' is empty")
+        found = [_parse_dataset(name, entry, root, problems) for name, entry in data["datasets"].items()]
+        if problems:
+            raise SourcesFileError(origin, problems)
+        datasets = tuple(d for d in found if d is not None)
+        return SourcesSpec(datasets, origin=origin, legacy=False)
+    legacy: list[DatasetSource] = []
+    for modality, value in data.items():
+        paths = _str_list(value)
+        if not isinstance(modality, str) or not modality:
+            problems.append(f"modality {modality!r}: a modality name must be a non-empty string")
+        elif paths is None:
+            problems.append(f"modality {modality!r}: expected a path or a list of paths, got {value!r}")
+        elif paths:  # an empty list adds nothing, as before
+            legacy.append(DatasetSource(modality, modality, tuple(_resolve(p, root) for p in paths), SPLITS, legacy=True))
+    if problems:
+        raise SourcesFileError(origin, problems)
+    return SourcesSpec(tuple(legacy), origin=origin, legacy=True)
+
+
+def load_sources_file(path: str | os.PathLike[str]) -> SourcesSpec:
+    """Read and parse a YAML or JSON sources file; relative paths are relative to its directory."""
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SourcesFileError(str(p), [f"not valid JSON: {e}"]) from None
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise SourcesFileError(str(p), [f"not valid YAML: {' '.join(str(e).split())}"]) from None
+    if data is None:
+        raise SourcesFileError(str(p), ["the file is empty"])
+    return parse_sources(data, base=p.parent, origin=str(p))
+
+
+def refs_for_dataset(ds: DatasetSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, draft_side: int | None = None) -> list[SourceRef]:
+    """Every source of one dataset (a missing path raises :class:`FileNotFoundError` naming it)."""
+    refs: list[SourceRef] = []
+    dataset = None if ds.legacy else ds.name
+    for entry in ds.paths:
+        refs += refs_from_entry(entry, ds.modality, max_pixels=max_pixels, draft_side=draft_side, prefix=ds.id_prefix, dataset=dataset)
+    dup = None if ds.legacy else first_duplicate_id(refs)
+    if dup is not None:
+        raise SourcesFileError(ds.name, [duplicate_id_problem(ds, dup)])
+    return refs
+
+
+def first_duplicate_id(refs: Iterable[SourceRef]) -> str | None:
+    """The first source id that occurs twice in ``refs``, if any."""
+    seen: set[str] = set()
+    for r in refs:
+        if r.source_id in seen:
+            return r.source_id
+        seen.add(r.source_id)
+    return None
+
+
+def duplicate_id_problem(ds: DatasetSource, source_id: str) -> str:
+    return f"dataset {ds.name!r}: two paths give the same source id {source_id!r} (paths with the same last folder name?)"
+
+
+def pool_for_split(
+    spec: SourcesSpec,
+    split: str | None,
+    *,
+    max_side: int = 1024,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    cache_size: int = 512,
+) -> SourcePool:
+    """The pool that figures of ``split`` draw from.
+
+    An old-format file gives every split the same pool (the one :func:`pool_from_config` builds,
+    so outputs do not change); a ``datasets`` file needs ``split`` and checks that it has a dataset
+    for every modality of the file.
+    """
+    if split is not None and split not in SPLITS:
+        raise SourcesFileError(spec.origin, [f"unknown split {split!r} (use {', '.join(SPLITS)})"])
+    if spec.legacy:
+        chosen = list(spec.datasets)
+    else:
+        if split is None:
+            raise SourcesFileError(spec.origin, [f"the file names datasets per split: give the split ({', '.join(SPLITS)})"])
+        spec.check_split(split)
+        chosen = spec.for_split(split)
+    refs: dict[str, list[SourceRef]] = {}
+    for ds in chosen:
+        refs.setdefault(ds.modality, []).extend(refs_for_dataset(ds, max_pixels=max_pixels, draft_side=max_side))
+    pool = SourcePool(refs, max_side=max_side, cache_size=cache_size)
+    if not spec.legacy:
+        pool.datasets = {ds.name: ds for ds in chosen}
+        pool.split = split
+    return pool
 
 # ----------------------------------------------------------------------------------------------
 # builtin sources (installed packages + the NCI micrographs)

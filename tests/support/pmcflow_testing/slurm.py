@@ -19,8 +19,6 @@ DOWN = REPO / "scripts" / "slurm" / "down.sh"
 
 # Keys of profiles/slurm that only make sense where Apptainer exists.
 APPTAINER_KEYS = ("software-deployment-method", "apptainer-prefix", "apptainer-args")
-# Resources that need GRES (GPUs) configured in Slurm.
-GPU_RESOURCES = ("gpu", "gpu_model", "gres", "cpus_per_gpu", "tasks_per_gpu")
 
 
 @dataclass
@@ -33,6 +31,15 @@ class SlurmCluster:
     @property
     def partition(self) -> str:
         return self.env["PMCFLOW_SLURM_PARTITION"]
+
+    @property
+    def gpu_partition(self) -> str | None:
+        """The partition with the GRES GPUs (PMCFLOW_SLURM_GPUS > 0), else None."""
+        return self.env.get("PMCFLOW_SLURM_GPU_PARTITION") or None
+
+    @property
+    def gpus(self) -> int:
+        return int(self.env.get("PMCFLOW_SLURM_GPUS") or 0)
 
     @property
     def account(self) -> str:
@@ -133,35 +140,36 @@ def derive_profile(
     *,
     src_dir: str | os.PathLike[str] = REPO / "profiles" / "slurm",
     apptainer: bool = False,
-    gpus: bool = False,
+    gpu_partition: str | None = None,
+    gpus: int = 0,
     overrides: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a copy of profiles/slurm with what a site changes replaced, as a site would do.
 
-    Changes only: the partition and account (default and per rule), the Apptainer keys unless
-    ``apptainer`` (the full images are not built in the suite; test_containers runs rules in the
-    core image with ``apptainer=True``), the GPU requests when the cluster
-    has no GPUs, and ``overrides`` (top-level keys, e.g. faster status checks for tests).
-    Everything else (executor, retries, requeue, arrays, per-rule resources) is kept.
+    Changes only: the account; the partition file (``partitions.yaml``: this cluster's CPU
+    partition, and its GPU partition with ``gpus`` GPUs when it has one, so the plugin picks each
+    job's partition from its resources as on a site); the Apptainer keys unless ``apptainer`` (the
+    full images are not built in the suite; test_containers runs rules in the core image with
+    ``apptainer=True``); and ``overrides`` (top-level keys, e.g. faster status checks for tests).
+    Everything else (executor, retries, requeue, arrays, per-rule resources) is kept. On a cluster
+    without GPUs a job that asks for one finds no partition and fails to submit: that is a test
+    failure, never hidden here.
     """
     prof = load_profile(src_dir)
     if not apptainer:
         for k in APPTAINER_KEYS:
             prof.pop(k, None)
     defaults = prof.setdefault("default-resources", {})
-    defaults["slurm_partition"] = partition
     defaults["slurm_account"] = account
-    for _rule, res in (prof.get("set-resources") or {}).items():
-        if "slurm_partition" in res:
-            res["slurm_partition"] = partition
-        if not gpus:
-            for k in GPU_RESOURCES:
-                res.pop(k, None)
-            if res.get("cpus_per_task") == 0:
-                res.pop("cpus_per_task")  # back to `threads` from default-resources
+    partitions: dict[str, dict[str, Any]] = {partition: {"max_gpu": 0}}
+    if gpu_partition:
+        partitions[gpu_partition] = {"max_gpu": int(gpus)}
     prof.update(dict(overrides or {}))
     dst = Path(dst_dir)
     dst.mkdir(parents=True, exist_ok=True)
+    with open(dst / "partitions.yaml", "w", encoding="utf-8") as fh:
+        yaml.safe_dump({"partitions": partitions}, fh, sort_keys=False)
+    prof["slurm-partition-config"] = "partitions.yaml"
     with open(dst / "config.yaml", "w", encoding="utf-8") as fh:
         yaml.safe_dump(prof, fh, sort_keys=False)
     return dst
