@@ -899,3 +899,39 @@ def test_chunks_then_assemble_hold_the_same_samples_as_one_pass(toy: Path, tmp_p
         assert got == want, name
     with pytest.raises(SH.ShardConfigError, match="chunk name"):
         SH.shard_chunk(conf, 11, [paths[0]], tmp_path / "bad", chunk="a/b", base_dir=toy)
+
+
+def test_evaluation_reads_only_its_subset_of_a_split(toy: Path, tmp_path: Path) -> None:
+    """evaluate / best-epoch selection decode only the seeded max_pairs subset of a split (memory
+    bounded by max_pairs), and it is the subset a full read followed by seeded_subset gives."""
+    import io
+    import tarfile
+
+    from pmcflow.encoders.evaluate import read_split
+    from pmcflow.seeding import seeded_subset
+
+    out = tmp_path / "shards"
+    _shard(toy, out)
+    full = read_split(out, "train")
+    assert len(full) > 6
+    keep = seeded_subset(5, "eval", [s["key"] for s in full], 4)
+    sub = read_split(out, "train", max_pairs=4, seed=5)
+    assert [s["key"] for s in sub] == [full[i]["key"] for i in keep]
+    assert [s["text"] for s in sub] == [full[i]["text"] for i in keep]
+    assert read_split(out, "train", max_pairs=len(full) + 1, seed=5)[-1]["key"] == full[-1]["key"]
+    # A sample outside the subset is never decoded: break one image's bytes and read again.
+    victim = next(s["key"] for i, s in enumerate(full) if i not in set(keep))
+    for tar_path in sorted((out / "train").glob("*.tar")):
+        with tarfile.open(tar_path) as tf:
+            members = [(m, tf.extractfile(m).read()) for m in tf.getmembers()]
+        if not any(m.name.startswith(victim + ".") for m, _ in members):
+            continue
+        with tarfile.open(tar_path, "w") as tf:
+            for m, data in members:
+                if m.name.startswith(victim + ".") and m.name.rsplit(".", 1)[1] in ("jpg", "png", "webp"):
+                    data = b"not an image"
+                    m.size = len(data)
+                tf.addfile(m, io.BytesIO(data))
+    assert [s["key"] for s in read_split(out, "train", max_pairs=4, seed=5)] == [s["key"] for s in sub]
+    with pytest.raises(Exception):  # noqa: B017 - the full read does decode the broken image
+        read_split(out, "train")

@@ -302,16 +302,36 @@ class Encoder:
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
 
-def read_split(shards_dir: str | os.PathLike[str], split: str) -> list[dict[str, Any]]:
-    """Samples of one split in shard order: ``{"key", "image" (PIL RGB), "text", "meta"}``."""
+def read_split(
+    shards_dir: str | os.PathLike[str],
+    split: str,
+    *,
+    max_pairs: int | None = None,
+    seed: int | str = 0,
+) -> list[dict[str, Any]]:
+    """Samples of one split in shard order: ``{"key", "image" (PIL RGB), "text", "meta"}``.
+
+    With ``max_pairs``, only the seeded subset of that many pairs (:func:`seeded_subset` over the
+    split's keys, stage ``eval``) is decoded: a first pass reads the keys without decoding, the
+    second decodes the chosen samples only, so memory is bounded by ``max_pairs`` however large the
+    split is. The subset is the one a full read followed by ``seeded_subset`` gives.
+    """
     import webdataset as wds
 
     manifest = json.loads((Path(shards_dir) / "manifest.json").read_text(encoding="utf-8"))
     info = manifest["splits"].get(split)
     if not info or not info["urls"]:
         return []
+    keep: set[str] | None = None
+    if max_pairs is not None:
+        keys = [s["__key__"] for s in wds.WebDataset(info["urls"], shardshuffle=False)]
+        if len(keys) > int(max_pairs):
+            keep = {keys[i] for i in seeded_subset(seed, "eval", keys, int(max_pairs))}
+    ds = wds.WebDataset(info["urls"], shardshuffle=False)
+    if keep is not None:
+        ds = ds.select(lambda s: s["__key__"] in keep)
     out: list[dict[str, Any]] = []
-    for s in wds.WebDataset(info["urls"], shardshuffle=False).decode("pilrgb"):
+    for s in ds.decode("pilrgb"):
         image = next(s[e] for e in ("jpg", "png", "webp", "jpeg") if e in s)
         out.append({"key": s["__key__"], "image": image, "text": s["txt"], "meta": s.get("json") or {}})
     return out
@@ -489,10 +509,7 @@ def evaluate_encoder(
         "skipped": {},
     }
 
-    samples = read_split(shards_dir, cfg["split"])
-    if cfg["max_pairs"] is not None and len(samples) > int(cfg["max_pairs"]):
-        keep = seeded_subset(seed, "eval", [s["key"] for s in samples], int(cfg["max_pairs"]))
-        samples = [samples[i] for i in keep]
+    samples = read_split(shards_dir, cfg["split"], max_pairs=cfg["max_pairs"], seed=seed)
     say(f"{STAGE}: {len(samples)} {cfg['split']} pairs")
     img_emb = txt_emb = None
     if len(samples) >= 2:

@@ -35,7 +35,6 @@ import pyarrow as pa
 
 from pmcflow.devices import resolve_device
 from pmcflow.runs import PRESETS
-from pmcflow.seeding import seeded_subset
 from pmcflow.tables import write_json, write_table
 
 STAGE = "train_encoder"
@@ -543,11 +542,7 @@ def select_epoch(
         return {**out, "skipped": f"{len(epochs)} saved epoch(s): nothing to choose from"}
     from pmcflow.encoders import evaluate as EV
 
-    samples = EV.read_split(shards_dir, val_split)
-    limit = cfg["select_max_pairs"]
-    if limit is not None and len(samples) > int(limit):
-        keep = seeded_subset(seed, "eval", [s["key"] for s in samples], int(limit))  # as evaluate's max_pairs
-        samples = [samples[i] for i in keep]
+    samples = EV.read_split(shards_dir, val_split, max_pairs=cfg["select_max_pairs"], seed=seed)  # as evaluate's
     if len(samples) < 2:
         return {**out, "skipped": f"{len(samples)} pairs in split {val_split!r} (need >= 2)"}
     if cfg["threads"]:
