@@ -169,8 +169,8 @@ SUBFIGURES = pa.schema(
         pa.field("bbox", BBOX),
         pa.field("score", pa.float32()),
         pa.field("is_single_panel", pa.bool_()),
-        pa.field("panel_label", pa.string()),  # lower-case letter ("a", "b"...), null if unknown
-        pa.field("label_source", pa.string()),  # detected-label | reading-order | inherited | single | null
+        pa.field("panel_label", pa.string()),  # lower-case letter ("a"...) or caption place ("left"), null if unknown
+        pa.field("label_source", pa.string()),  # detected-label | reading-order | inherited | caption-position | single
         pa.field("detector", pa.string()),  # backend + model name
         pa.field("detector_checkpoint_sha256", pa.string()),
         pa.field("crop_path", pa.string()),

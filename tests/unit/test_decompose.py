@@ -384,6 +384,10 @@ def test_assign_labels_inherits_the_panel_letter_for_over_split_boxes() -> None:
     # a caption panel not on any box and a gap that does not fit: nothing is guessed or inherited
     got = assign_labels(4, [0, 1, 2, 3], {0: ("A", 0.99), 3: ("C", 0.97)}, ["a", "b", "c", "d"])
     assert [a.label for a in got] == ["a", None, None, "c"]
-    # boxes before the first lettered box keep None
+    # boxes before the first lettered box, when every caption panel is on a box: a part split off
+    # the first panel (its axis title, its legend), which takes its letter
     got = assign_labels(3, order, {1: ("A", 0.99), 2: ("B", 0.97)}, ["a", "b"])
-    assert got[0].label is None
+    assert (got[0].label, got[0].source) == ("a", "inherited")
+    # ... but not when a caption panel is on no box: the leading box may be that panel
+    got = assign_labels(3, order, {1: ("A", 0.99), 2: ("B", 0.97)}, ["a", "b", "c", "d"])
+    assert [a.label for a in got] == [None, "a", "b"]

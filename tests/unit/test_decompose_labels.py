@@ -131,3 +131,55 @@ def test_reader_is_deterministic(pool, reader):
     boxes = [a["bbox"] for a in anns]
     assert reader.read(im, boxes) == reader.read(im, boxes)
     assert reader.read(im, []) == {}
+
+
+# ------------------------------------------------------------------------------------------------
+# Captions that label panels by place ("Left: ...", "(Top) ...")
+# ------------------------------------------------------------------------------------------------
+def test_caption_positions_only_for_place_labelled_captions():
+    from pmcflow.enrich.rules import caption_positions
+
+    assert caption_positions("Survival. (Left) Kaplan-Meier curves. (Right) Hazard ratios.") == ["left", "right"]
+    assert caption_positions("Staining. Top: control embryos. Bottom: knockdown embryos.") == ["top", "bottom"]
+    assert caption_positions("Effects. (A) Control. (B) Treated.") == []
+    assert caption_positions("One plot of everything.") == []
+
+
+def test_boxes_get_the_place_they_sit_in():
+    from pmcflow.decompose.order import assign_positions
+
+    W, H = 400, 200
+    halves = [(10, 10, 150, 80), (10, 110, 150, 80), (220, 10, 150, 80), (220, 110, 150, 80)]
+    assert assign_positions(halves, W, H, ["left", "right"]) == ["left", "left", "right", "right"]
+    assert assign_positions(halves, W, H, ["top", "bottom"]) == ["top", "bottom", "top", "bottom"]
+    quads = ["top left", "bottom left", "top right", "bottom right"]
+    assert assign_positions(halves, W, H, ["top left", "top right", "bottom left", "bottom right"]) == quads
+    thirds = [(5, 10, 120, 180), (140, 10, 120, 180), (275, 10, 120, 180)]
+    assert assign_positions(thirds, W, H, ["left", "middle", "right"]) == ["left", "middle", "right"]
+
+
+def test_places_that_do_not_match_up_are_not_guessed():
+    from pmcflow.decompose.order import assign_positions
+
+    W, H = 400, 200
+    # a box on the midline belongs to neither half
+    assert assign_positions([(10, 10, 150, 80), (120, 10, 160, 80)], W, H, ["left", "right"]) == [None, None]
+    # a place no box sits in: the caption describes panels the detector did not find
+    assert assign_positions([(10, 10, 150, 80), (20, 110, 150, 80)], W, H, ["left", "right"]) == [None, None]
+    # "middle" with places on both axes is ambiguous
+    assert assign_positions([(10, 10, 100, 80)], W, H, ["top", "left", "middle"]) == [None]
+
+
+def test_plan_gives_place_labels_only_without_caption_letters():
+    from PIL import Image
+
+    from pmcflow.decompose.stage import plan_subfigures
+    from pmcflow.detect.base import Box
+
+    im = Image.new("RGB", (400, 200), "white")
+    boxes = [Box(10, 10, 150, 180, 0.9), Box(220, 10, 150, 180, 0.9)]
+    dcfg = {"min_box_px": 16, "single_panel_cover": 0.5}
+    planned = plan_subfigures(im, boxes, dcfg, None, [], ["left", "right"])
+    assert [(p.label, p.source) for p in planned] == [("left", "caption-position"), ("right", "caption-position")]
+    lettered = plan_subfigures(im, boxes, dcfg, None, ["a", "b"], ["left", "right"])
+    assert [(p.label, p.source) for p in lettered] == [("a", "reading-order"), ("b", "reading-order")]

@@ -26,6 +26,11 @@ SOURCE_DETECTED = "detected-label"
 SOURCE_ORDER = "reading-order"
 SOURCE_INHERITED = "inherited"  # an unlettered box after a lettered one, in reading order: same panel
 SOURCE_SINGLE = "single"
+SOURCE_POSITION = "caption-position"  # the caption names places ("left", "top"): the box's place
+
+# The place words of captions (pmcflow.enrich.rules.POSITION_LABELS) on two axes.
+_VERTICAL = {"top": 0, "upper": 0, "middle": 1, "centre": 1, "center": 1, "bottom": 2, "lower": 2}
+_HORIZONTAL = {"left": 0, "middle": 1, "centre": 1, "center": 1, "right": 2}
 
 
 def reading_order(boxes: Sequence[BoxXYWH], row_overlap: float = 0.5) -> list[int]:
@@ -92,6 +97,77 @@ def _fill_runs(out: list[LabelAssignment], order: Sequence[int], caption: Sequen
         run, lo = [], max(lo, hi)
 
 
+def _place(label: str, axes: set[str]) -> tuple[int | None, int | None] | None:
+    """``(row, column)`` a place label asks for (None: any), or None when it is not a place."""
+    words = label.replace("-", " ").split()
+    if len(words) == 2 and words[0] in _VERTICAL and words[1] in _HORIZONTAL:
+        return _VERTICAL[words[0]], _HORIZONTAL[words[1]]
+    if len(words) != 1:
+        return None
+    w = words[0]
+    if w in ("middle", "centre", "center"):  # the axis the caption's other places use
+        if axes == {"h"}:
+            return None, 1
+        if axes == {"v"}:
+            return 1, None
+        return None
+    if w in _VERTICAL:
+        return _VERTICAL[w], None
+    if w in _HORIZONTAL:
+        return None, _HORIZONTAL[w]
+    return None
+
+
+def _band(centre: float, size: float, bands: int, margin: float = 0.04) -> int | None:
+    """Which of ``bands`` equal bands (2: halves at 0/2, 3: thirds) ``centre`` falls in; None
+    within ``margin`` of a border (a box on the line between two places belongs to neither)."""
+    f = centre / size if size > 0 else 0.5
+    cuts = [k / bands for k in range(1, bands)]
+    if any(abs(f - c) < margin for c in cuts):
+        return None
+    k = sum(f > c for c in cuts)
+    return k if bands == 3 else 2 * k  # halves map to the ends: 0 (top/left) and 2 (bottom/right)
+
+
+def assign_positions(
+    boxes: Sequence[BoxXYWH], width: float, height: float, places: Sequence[str]
+) -> list[str | None]:
+    """Give each box the caption place it sits in, or ``[None] * len(boxes)`` when that is not
+    certain for all of them.
+
+    ``places`` are the caption's place labels (:func:`pmcflow.enrich.rules.caption_positions`):
+    "left"/"right" split the image in halves, with "middle" in thirds; "top"/"bottom" likewise
+    vertically; "top left" both. A box is placed by its centre and must match exactly one label.
+    The assignment is kept only when every box has a place and every place has a box: a caption
+    whose places the detected boxes do not fill keeps the full-caption fallback.
+    """
+    words = {w for p in places for w in p.replace("-", " ").split()}
+    axes = {"v" for w in words if w in _VERTICAL and w not in _HORIZONTAL} | {
+        "h" for w in words if w in _HORIZONTAL and w not in _VERTICAL
+    }
+    wanted = {p: _place(p, axes) for p in places}
+    none: list[str | None] = [None] * len(boxes)
+    if not boxes or not places or any(v is None for v in wanted.values()):
+        return none
+    rows = 3 if any(v is not None and v[0] == 1 for v in wanted.values()) else 2
+    cols = 3 if any(v is not None and v[1] == 1 for v in wanted.values()) else 2
+    out: list[str | None] = []
+    for x, y, w, h in boxes:
+        r = _band(float(y) + float(h) / 2, float(height), rows)
+        c = _band(float(x) + float(w) / 2, float(width), cols)
+        fits = [
+            p
+            for p, (pr, pc) in wanted.items()  # type: ignore[misc]
+            if (pr is None or pr == r) and (pc is None or pc == c)
+        ]
+        if len(fits) != 1:
+            return none
+        out.append(fits[0])
+    if set(out) != set(places):
+        return none
+    return out
+
+
 def normalise_letters(letters: Sequence[str] | None) -> list[str]:
     """Caption letters as lower-case single letters (anything else dropped)."""
     return [c.lower() for c in (letters or []) if isinstance(c, str) and len(c) == 1 and c.isalpha()]
@@ -123,7 +199,8 @@ def assign_labels(
       the region up to the next letter) and takes its letter (``inherited``), but only when no
       panel is missing: every caption letter (or, without caption letters, every letter up to the
       last one assigned) is on some box; otherwise the box may be the missing panel and keeps None
-      (``reading-order``, index only), as do boxes before the first lettered one.
+      (``reading-order``, index only). Under the same condition, boxes before the first lettered
+      one (an axis title or legend split off the first panel) take the first panel's letter.
     """
     caption = normalise_letters(caption_letters)
     accepted: dict[int, str] = {}
@@ -159,9 +236,15 @@ def assign_labels(
     if not expected <= assigned:
         return out
     current: str | None = None
+    leading: list[int] = []
     for i in order:
         if out[i].label is not None:
+            if current is None:  # boxes before the first lettered one: the start of its panel
+                for j in leading:
+                    out[j] = LabelAssignment(out[i].label, SOURCE_INHERITED)
             current = out[i].label
         elif current is not None:
             out[i] = LabelAssignment(current, SOURCE_INHERITED)
+        else:
+            leading.append(i)
     return out

@@ -32,7 +32,14 @@ from PIL import Image
 from pmcflow import schema as S
 from pmcflow import tables as T
 from pmcflow.config import section as config_section
-from pmcflow.decompose.order import SOURCE_SINGLE, assign_labels, reading_order
+from pmcflow.decompose.order import (
+    SOURCE_POSITION,
+    SOURCE_SINGLE,
+    LabelAssignment,
+    assign_labels,
+    assign_positions,
+    reading_order,
+)
 from pmcflow.detect.base import Box, Detector, get_detector
 from pmcflow.detect.images import ImageError, load_image
 from pmcflow.progress import Progress
@@ -276,7 +283,7 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
     Returns the counts record.  Unreadable, missing or oversized images and figures without a
     graphic become rejection rows; the chunk never fails because of one input.
     """
-    from pmcflow.enrich.rules import caption_letters
+    from pmcflow.enrich.rules import caption_letters, caption_positions
 
     dcfg = settings(cfg)
     out = Path(out_dir)
@@ -320,8 +327,10 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
                     )
                     continue
                 fmt = jpeg_fmt if fmt_cfg == "source" and source_is_jpeg(it.path) else "png"
-                letters = caption_letters(it.row.get("caption") or "", it.row.get("caption_title"))
-                new = _subfigures(it, im, boxes, dcfg, info, reader, letters, fmt, crops_tmp, crops_final)
+                caption, title = it.row.get("caption") or "", it.row.get("caption_title")
+                letters = caption_letters(caption, title)
+                places = [] if letters else caption_positions(caption, title)
+                new = _subfigures(it, im, boxes, dcfg, info, reader, letters, places, fmt, crops_tmp, crops_final)
                 sub_rows.extend(new)
                 totals.n_kept += 1
                 totals.n_subfigures += len(new)
@@ -369,8 +378,13 @@ def plan_subfigures(
     dcfg: Mapping[str, Any],
     reader: Any = None,
     caption_letters: Sequence[str] = (),
+    caption_places: Sequence[str] = (),
 ) -> list[Planned]:
-    """Clip and filter ``boxes``, judge single-panel, order them and assign panel letters."""
+    """Clip and filter ``boxes``, judge single-panel, order them and assign panel letters.
+
+    A caption that labels its panels by place ("Left: …", "(Top) …") and names no letter gives
+    each box the place it sits in (``caption-position``) when every box and every place match up.
+    """
     W, H = im.size
     kept = clip_boxes(boxes, W, H, float(dcfg["min_box_px"]))
     if is_single_panel(kept, W, H, float(dcfg["single_panel_cover"])):
@@ -380,6 +394,10 @@ def plan_subfigures(
     order = reading_order(xywh)
     readings = reader.read(im, xywh) if reader is not None else None
     assigned = assign_labels(len(kept), order, readings, caption_letters)
+    if caption_places and not caption_letters:
+        placed = assign_positions(xywh, W, H, caption_places)
+        if all(p is not None for p in placed):
+            assigned = [LabelAssignment(p, SOURCE_POSITION) for p in placed]
     return [Planned(*kept[i], False, assigned[i].label, assigned[i].source) for i in order]
 
 
@@ -391,6 +409,7 @@ def _subfigures(
     info: DetectorInfo,
     reader: Any,
     caption_letters: Sequence[str],
+    caption_places: Sequence[str],
     fmt: str,
     crops_tmp: Path,
     crops_final: Path,
@@ -401,7 +420,7 @@ def _subfigures(
     rel_dir = Path(_safe(str(row["article_uid"])))
     (crops_tmp / rel_dir).mkdir(parents=True, exist_ok=True)
     out: list[dict[str, Any]] = []
-    for j, p in enumerate(plan_subfigures(im, boxes, dcfg, reader, caption_letters)):
+    for j, p in enumerate(plan_subfigures(im, boxes, dcfg, reader, caption_letters, caption_places)):
         name = f"{_safe(str(row['figure_id']))}-g{it.k}-s{j}.{crop_ext(fmt)}"
         data = encode_crop(im.crop((p.x, p.y, p.x + p.w, p.y + p.h)), fmt, int(dcfg["jpeg_quality"]))
         (crops_tmp / rel_dir / name).write_bytes(data)

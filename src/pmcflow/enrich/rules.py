@@ -775,6 +775,19 @@ def segments_from_json(items: Iterable[Mapping[str, object]]) -> list[Segment]:
     return out
 
 
+def caption_positions(caption: str, title: str | None = None) -> list[str]:
+    """The places a caption labels its panels by ("left", "right"; "top", "bottom"; "top left"...),
+    in caption order, when it names places and no panel letter; else ``[]``.
+
+    Read with :func:`split_caption`; these labels are what the segments carry, so a subfigure given
+    one (:func:`pmcflow.decompose.order.assign_positions`) finds its segment by it.
+    """
+    labels = [lab for s in split_caption(caption, title) for lab in s.labels]
+    if not labels or any(lab not in POSITION_LABELS for lab in labels):
+        return []
+    return list(dict.fromkeys(labels))
+
+
 def caption_letters(caption: str, title: str | None = None) -> list[str]:
     """The panel letters a caption names, as the contiguous run ``a..last`` (lower case).
 
