@@ -605,20 +605,27 @@ def profile(pool: Path, out: Path, top: int) -> list[dict[str, Any]]:
     parsing, which the profiler slows most, would crowd the table): the functions with most own time."""
     os.sync()
     prof = cProfile.Profile(time.process_time)
-    real = SH._shard_into
+    # What shard_dataset does after resolve_config: read the table, write the samples, finish.
+    names = ("read_dataset", "_write_samples", "_finish")
+    real = {name: getattr(SH, name) for name in names}
 
-    def profiled(*args: Any, **kw: Any) -> Any:
-        prof.enable()
-        try:
-            return real(*args, **kw)
-        finally:
-            prof.disable()
+    def profiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kw: Any) -> Any:
+            prof.enable()
+            try:
+                return fn(*args, **kw)
+            finally:
+                prof.disable()
 
-    SH._shard_into = profiled
+        return run
+
+    for name in names:
+        setattr(SH, name, profiled(real[name]))
     try:
         run_shard(pool, out, "header")
     finally:
-        SH._shard_into = real
+        for name in names:
+            setattr(SH, name, real[name])
     stats = pstats.Stats(prof)
     total = stats.total_tt  # type: ignore[attr-defined]
     rows = []

@@ -841,6 +841,88 @@ def test_atomic_tar_writer_survives_partial_writes_and_aborts_cleanly(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full.tar", "short.tar"]
 
 
+def test_atomic_tar_writer_joins_small_members_and_passes_large_ones_as_they_are(tmp_path: Path) -> None:
+    """Samples whose members straddle JOIN_BYTES (joined with their headers into one buffer, or
+    handed on as they are), zero-length members and a GNU long name: still tarfile's bytes."""
+    import random
+
+    rnd = random.Random(5)
+    big = SH.AtomicTarWriter.JOIN_BYTES
+    lengths = [0, 1, 511, 512, 513, big - 1, big, big + 1, 3 * big + 7, 300_000]
+    samples = []
+    for i in range(12):
+        exts = ["png", "json", "txt", "caption.txt"] + (["x" * 110 + ".txt"] if i == 3 else [])
+        samples.append((f"k{i:03d}", [(e, rnd.randbytes(rnd.choice(lengths))) for e in exts]))
+    ref = io.BytesIO()
+    with tarfile.open(fileobj=ref, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        for key, members in samples:
+            for ext, data in members:
+                info = tarfile.TarInfo(f"{key}.{ext}")
+                info.size, info.mode, info.uname, info.gname = len(data), 0o644, "", ""
+                tf.addfile(info, io.BytesIO(data))
+    w = SH.AtomicTarWriter(tmp_path / "t.tar")
+    for key, members in samples:
+        w.add_sample(key, members)
+    sha, size = w.finish()
+    assert not (tmp_path / "t.tar").exists()  # finished, not yet published
+    w.publish()
+    out = (tmp_path / "t.tar").read_bytes()
+    assert out == ref.getvalue() and w.count == len(samples)
+    assert size == len(out) and sha == hashlib.sha256(out).hexdigest()
+
+
+@pytest.mark.parametrize("stage", ["one pass", "chunk"])
+def test_a_failed_publish_fails_the_run_and_leaves_nothing(
+    toy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    """Tars are fsynced and renamed on a background thread while the next one is written: an error
+    there (a full disk at fsync) fails the run as it would in the foreground, and neither a shards
+    folder nor a temporary file is left."""
+    real = SH.AtomicTarWriter.publish
+    calls = {"n": 0}
+
+    def failing(self: SH.AtomicTarWriter) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(28, "No space left on device")
+        real(self)
+
+    monkeypatch.setattr(SH.AtomicTarWriter, "publish", failing)
+    out = tmp_path / "s"
+    conf = {"splits": {"train": 1.0}, "max_samples_per_shard": 4}
+    with pytest.raises(OSError, match="No space left"):
+        if stage == "one pass":
+            SH.shard_dataset(conf, 1, [str(toy / "dataset.parquet")], str(out), base_dir=str(toy))
+        else:
+            SH.shard_chunk(conf, 1, [toy / "dataset.parquet"], out, chunk="c000000", base_dir=toy)
+    assert calls["n"] >= 2
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_field_text_is_the_cleaned_text_with_whitespace_collapsed() -> None:
+    """field_text's shortcut for clean ASCII text gives what cleaning and collapsing would."""
+    from pmcflow.textclean import clean_text
+
+    values = [
+        "", " ", "a", "a b", "a  b", " a", "a ", "a\tb", "a\nb", "a\x1fb", "a\x85b", "Caf\u00e9  x",
+        "e\u0301", "x\r\ny", "\u00a0a", "a\u2003b", "plain text, no runs.", 12, 1.5, True,
+    ]  # fmt: skip
+    for v in values:
+        assert SH.field_text(v) == " ".join((clean_text(str(v)) or "").split()), repr(v)
+    assert SH.field_text(None) == ""
+
+
+def test_read_file_reads_what_open_reads(tmp_path: Path) -> None:
+    for i, n in enumerate((0, 1, 4096, 1 << 20, (1 << 20) + 3)):
+        p = tmp_path / f"f{i}"
+        p.write_bytes(bytes(range(256)) * (n // 256) + b"x" * (n % 256))
+        assert SH._read_file(str(p)) == p.read_bytes()
+    with pytest.raises(FileNotFoundError):
+        SH._read_file(str(tmp_path / "missing"))
+    with pytest.raises(IsADirectoryError):
+        SH._read_file(str(tmp_path))
+
+
 # ------------------------------------------------------------------------------------------------
 # Per-chunk shards and the global step (the workflow's rules shard_chunk and shard)
 # ------------------------------------------------------------------------------------------------
