@@ -487,6 +487,11 @@ def test_results_take_the_workflow_config_itself(tmp_path: Path) -> None:
     (tmp_path / "r/encoders/run").mkdir(parents=True)
     (tmp_path / "r/encoders/run/train.json").write_text(json.dumps({"model": "tiny-vit-minilm"}))
     assert load.configured_model(res) == ("tiny-vit-bpe", "config train.model")
+    # the demo's config: variants (the text ablation) and a run name are workflow keys, not the
+    # trainer's; the configured model still wins over whichever run finished first
+    demo = {"run": "tiny-clip", "model": "tiny-vit-bpe", "variants": {"caption": {"text_fields": ["caption"]}}}
+    res = Results.from_params(None, config={"train": demo, "paths": {"results": "r"}}, workdir=str(tmp_path))
+    assert load.configured_model(res) == ("tiny-vit-bpe", "config train.model")
     bare = Results.from_params(None, config=None, workdir=str(tmp_path))
     assert bare.config == {}
 

@@ -484,14 +484,16 @@ class TextTokenizer:
 def train_config(res: Results) -> dict[str, Any] | None:
     """The config's ``train`` section as the train stage resolves it (preset and defaults applied),
     or None without one (or when it does not resolve)."""
+    from pmcflow import runs
     from pmcflow.encoders import train as TR
 
     train_cfg = res.config.get("train") if isinstance(res.config.get("train"), dict) else None
     if train_cfg is None:
         return None
-    try:
-        return TR.resolve_config({k: v for k, v in train_cfg.items() if k != "run" and v is not None})
-    except TR.TrainError:
+    try:  # the first run's settings: without the workflow keys (run, variants), its variant applied
+        settings = runs.run_settings(train_cfg, runs.encoder_runs(train_cfg)[0])
+        return TR.resolve_config({k: v for k, v in settings.items() if v is not None})
+    except (TR.TrainError, runs.RunError):
         return None
 
 
