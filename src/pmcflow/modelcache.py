@@ -21,6 +21,9 @@ role (config key)                                     asset
 ``train.pretrained``                                  an open_clip pretrained tag of a built-in model
 ``evaluate.baselines.<name>.model``                   a baseline's model, see *open_clip models*
 ``evaluate.baselines.<name>.pretrained``              a baseline's open_clip pretrained tag
+``detector.params.<backend>.init`` (+ ``init_file``)  the detector's starting weights when
+                                                      ``detector.train`` is on and init is a hub id:
+                                                      the whole repo (transformers) or one file
 ====================================================  ==============================================
 
 *open_clip models* (what open_clip reads when it builds them): a shipped config
@@ -37,8 +40,8 @@ timm model name are resolved to hub repos by open_clip / timm themselves: such a
 *pending* here (``repo_id`` None) and :func:`pmcflow.models.assets` resolves it; the lock file
 records what it resolved to, which is what the workflow's check reads.
 
-Config sections that name no hub asset: ``detector`` / ``decompose`` (every backend starts from a
-random backbone or a local checkpoint; an ultralytics ``.pt`` must be a local file), ``filter``
+Config sections that name no hub asset: ``decompose`` (it runs the detector this run trained, or a
+local checkpoint), ``filter``
 (the modality classifier is the shipped checkpoint or a path; its timm backbone is built with
 ``pretrained=False``).
 
@@ -97,6 +100,7 @@ _TRUE = {"1", "ON", "YES", "TRUE"}
 #   timm-hub          config.json and the weights of a timm hf-hub: model
 #   weights:<file>    one weights file, its .safetensors alternative when the repo has one
 #   gguf:<file>       one GGUF file
+#   file:<file>       exactly that file (a detector checkpoint: .pt / .pth, no format swap)
 # Pending assets carry what their resolver should produce instead:
 #   weights           the weights of a timm model name or an open_clip pretrained tag
 #   towers:<flags>    the towers of a built-in open_clip config; flags joined by '+':
@@ -185,7 +189,34 @@ def requested(config: Mapping[str, Any], read_json: JsonReader | None = None) ->
     out += _enrich_assets(config)
     out += _train_assets(config, read_json)
     out += _baseline_assets(config, read_json)
+    out += _detector_assets(config)
     return list(dict.fromkeys(out))
+
+
+def _detector_assets(config: Mapping[str, Any]) -> list[Asset]:
+    """The pretrained weights the detector is fine-tuned from (pmcflow.detect.init)."""
+    detector = _section(config, "detector")
+    backend = str(detector.get("backend") or "")
+    params = _section(detector, "params", backend)
+    init = params.get("init")
+    if not detector.get("train", True) or not is_hub_id(init):
+        return []
+    if backend == "transformers":
+        files = "transformers"
+    elif params.get("init_file"):
+        files = f"file:{params['init_file']}"
+    else:
+        return []  # the backend refuses a hub init without init_file, naming the key
+    return [
+        Asset(
+            role=f"detector.params.{backend}.init",
+            source=str(init),
+            repo_id=str(init),
+            files=files,
+            revision=params.get("init_revision") or None,
+            purpose=f"pretrained {backend} detector to fine-tune",
+        )
+    ]
 
 
 def _enrich_assets(config: Mapping[str, Any]) -> list[Asset]:

@@ -268,6 +268,10 @@ def select_files(rule: str, paths: Iterable[str]) -> list[str]:
         return sorted({"config.json", _one_weights_file("pytorch_model.bin", available, "weights")})
     if kind == "weights" and arg:
         return [_one_weights_file(arg, available, "weights")]
+    if kind == "file" and arg:
+        if arg not in available:
+            raise ModelsError(f"no {arg}")
+        return [arg]
     if kind == "gguf" and arg:
         if arg not in available:
             raise ModelsError(f"no {arg}")

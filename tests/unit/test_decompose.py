@@ -293,8 +293,33 @@ def test_clip_and_single_panel_helpers():
 
 def test_settings_defaults_and_overrides():
     s = settings({})
-    assert s["score_threshold"] == 0.2 and s["nms_iou"] == 0.2 and s["crop_format"] == "png"
+    assert s["score_threshold"] is None and s["nms_iou"] == 0.2 and s["crop_format"] == "png"
     assert settings({"decompose": {"nms_iou": 0.5}})["nms_iou"] == 0.5
+
+
+def test_the_score_threshold_travels_with_the_checkpoint(tmp_path):
+    """null in the config: the checkpoint's own threshold (the shipped model's detector.json, a
+    trained run's train.json next to its weights); a configured value wins; xycut has none."""
+    import json
+
+    from pmcflow.decompose.stage import build_detector
+    from pmcflow.detect.default import checkpoint_threshold, resolve_threshold, shipped_model
+
+    info = build_detector(settings({}))
+    assert (info.score_threshold, info.threshold_source) == (0.2, "model")  # detector.json
+    info = build_detector(settings({"decompose": {"score_threshold": 0.35}}))
+    assert (info.score_threshold, info.threshold_source) == (0.35, "config")
+    backend, shipped = shipped_model()
+    trained = tmp_path / "detector"
+    trained.mkdir()
+    (trained / shipped.name).write_bytes(shipped.read_bytes())
+    assert checkpoint_threshold(backend, trained / shipped.name) is None  # a bare checkpoint
+    assert resolve_threshold(None, backend, trained / shipped.name) == (0.2, "default")
+    (trained / "train.json").write_text(json.dumps({"backend": backend, "score_threshold": 0.47}))
+    cfg = {"decompose": {"backend": backend, "checkpoint": str(trained / shipped.name)}}
+    info = build_detector(settings(cfg))
+    assert (info.score_threshold, info.threshold_source) == (0.47, "model")
+    assert resolve_threshold(None, "xycut", None) == (0.2, "default")
 
 
 # ------------------------------------------------------------------------------- reading order

@@ -44,6 +44,9 @@ def test_config_changes() -> None:
     )
     assert cfg.train_dataloader.dataset.metainfo["classes"] == ("subfigure",)
     assert cfg.val_dataloader is None and cfg.train_pipeline[3]["scale"] == (96, 96)
+    assert "paramwise_cfg" not in cfg.optim_wrapper  # lr_backbone == lr: one group
+    tuned = build_config({**DEFAULTS, "lr": 1e-4, "lr_backbone": 1e-5}, None, None, Path("/tmp/w"))
+    assert tuned.optim_wrapper.paramwise_cfg.custom_keys["backbone"]["lr_mult"] == pytest.approx(0.1)
 
 
 @needs_mmcv
@@ -84,3 +87,22 @@ def test_mmdet_train_and_predict(tmp_path: Path) -> None:
         == 0
     )
     assert isinstance(json.loads(out.read_text()), list)
+
+    # init: a second run starts from the first one's weights (mmengine load_from). At a learning
+    # rate of ~0 its parameters stay the loaded ones; a run without init starts elsewhere.
+    import torch
+
+    def weights(path: Path) -> dict[str, torch.Tensor]:
+        state = torch.load(path, map_location="cpu", weights_only=False)["state_dict"]
+        return {k: v for k, v in state.items() if "running_" not in k and "num_batches" not in k}
+
+    first = weights(tmp_path / "out" / "model.pth")
+    still = {**params, "lr": 1e-12, "lr_backbone": 1e-12, "grad_clip": 0.0, "seed": 5}
+    res2 = get_detector("mmdet").train(
+        train, None, tmp_path / "init", {**still, "init": str(tmp_path / "out" / "model.pth")}
+    )
+    assert res2.params["init_kind"] == "local"
+    loaded = weights(res2.checkpoint)
+    assert all(torch.allclose(loaded[k].float(), v.float(), atol=1e-6) for k, v in first.items())
+    fresh = weights(get_detector("mmdet").train(train, None, tmp_path / "fresh", still).checkpoint)
+    assert not all(torch.allclose(fresh[k].float(), v.float(), atol=1e-6) for k, v in first.items())

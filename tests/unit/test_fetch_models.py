@@ -508,6 +508,28 @@ def test_production_config_names_the_qwen_models_and_the_pubmedbert_tower() -> N
         == "train.preset:vision_cfg.timm_model_name=timm:vit_base_patch16_224.augreg2_in21k_ft_in1k"
     )
     assert all(not a.pending for a in found.values())
+    # the detector is fine-tuned from the COCO DAB-DETR, as seed 000
+    detector = found["detector.params.transformers.init"]
+    assert (detector.repo_id, detector.files) == ("IDEA-Research/dab-detr-resnet-50-dc5", "transformers")
+
+
+def test_detector_init_names_one_file_for_ultralytics_and_nothing_when_not_training() -> None:
+    base = load_config([REPO / "config" / "demo.yaml"])
+    yolo = {"backend": "ultralytics", "train": True}
+    yolo["params"] = {
+        "ultralytics": {"init": "Ultralytics/YOLOv8", "init_file": "yolov8s.pt", "init_revision": "v1"}
+    }
+    config = {**base, "detector": {**base["detector"], **yolo}}
+    (asset,) = modelcache.requested(config)
+    assert (asset.role, asset.repo_id, asset.files, asset.revision) == (
+        "detector.params.ultralytics.init",
+        "Ultralytics/YOLOv8",
+        "file:yolov8s.pt",
+        "v1",
+    )
+    assert modelcache.requested({**config, "detector": {**config["detector"], "train": False}}) == []
+    local = {"ultralytics": {"init": str(REPO / "README.md")}}  # a local path names no hub asset
+    assert modelcache.requested({**config, "detector": {**config["detector"], "params": local}}) == []
 
 
 def test_demo_config_names_no_hub_asset(tmp_path: Path) -> None:
@@ -646,6 +668,7 @@ def test_the_preset_model_copy_matches_the_trainer() -> None:
             ["config.json", "vocab.txt"],
         ),
         ("gguf:q4.gguf", ["q4.gguf", "q8.gguf"], ["q4.gguf"]),
+        ("file:yolov8s.pth", ["yolov8s.pth", "yolov8s.safetensors"], ["yolov8s.pth"]),
     ],
 )
 def test_select_files(rule: str, paths: list[str], expected: list[str]) -> None:
@@ -658,6 +681,7 @@ def test_select_files(rule: str, paths: list[str], expected: list[str]) -> None:
         ("transformers", ["model.safetensors"]),
         ("open_clip", ["open_clip_config.json"]),
         ("gguf:q4.gguf", ["q8.gguf"]),
+        ("file:best.pt", ["last.pt"]),
     ],
 )
 def test_select_files_refuses_a_repo_without_what_the_loader_reads(rule: str, paths: list[str]) -> None:
@@ -707,6 +731,7 @@ def test_stdlib_check_names_each_missing_asset_its_key_and_the_command(tmp_path:
             "train.preset:text_cfg.hf_tokenizer_name",
         ),
         ("timm:vit_base_patch16_224.augreg2_in21k_ft_in1k", "train.preset:vision_cfg.timm_model_name"),
+        ("IDEA-Research/dab-detr-resnet-50-dc5", "detector.params.transformers.init"),
     ]
     assert len(msgs) == len(expected)
     for msg, (name, role) in zip(msgs, expected, strict=True):

@@ -50,7 +50,10 @@ def cli(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="output folder (subfigures.json, crops/)")
     ap.add_argument("--backend", default="auto", help="auto (shipped detector, else xycut) or a backend name")
     ap.add_argument("--checkpoint", default="shipped", help="'shipped', a checkpoint path, or 'none'")
-    ap.add_argument("--score-threshold", type=float, default=0.2)
+    ap.add_argument(
+        "--score-threshold", type=float, default=None,
+        help="minimum box score (default: the checkpoint's own threshold, else 0.2)",
+    )
     ap.add_argument("--nms-iou", type=float, default=0.2)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--min-box-px", type=int, default=16)

@@ -143,7 +143,7 @@ def evaluate_decomposition(
         im = load_image(f.image)
         t0 = time.perf_counter()
         boxes = info.detector.predict(
-            [im], score_threshold=float(dcfg["score_threshold"]), nms_iou=float(dcfg["nms_iou"]), batch_size=1
+            [im], score_threshold=info.score_threshold, nms_iou=float(dcfg["nms_iou"]), batch_size=1
         )[0]
         t_detect += time.perf_counter() - t0
         raw_preds += [{"image_id": i + 1, "bbox": [b.x, b.y, b.w, b.h], "score": b.score} for b in boxes]
@@ -163,6 +163,8 @@ def evaluate_decomposition(
     out: dict[str, Any] = {
         "detector": info.detector_id,
         "detector_checkpoint_sha256": info.checkpoint_sha256,
+        "score_threshold": info.score_threshold,
+        "score_threshold_source": info.threshold_source,
         "label_reader_sha256": None if reader is None else reader.sha256,
         "n_images": len(figs),
         "n_panels": sum(len(f.boxes) for f in figs),

@@ -40,7 +40,7 @@ from pmcflow.decompose.order import (
     assign_positions,
     reading_order,
 )
-from pmcflow.detect.base import Box, Detector, get_detector
+from pmcflow.detect.base import DEFAULT_SCORE_THRESHOLD, Box, Detector, get_detector
 from pmcflow.detect.images import ImageError, load_image
 from pmcflow.progress import Progress
 from pmcflow.textclean import over_cap
@@ -85,11 +85,13 @@ class DetectorInfo:
     backend: str
     detector_id: str  # "<backend>" or "<backend>:<checkpoint name>"
     checkpoint_sha256: str  # sha256, or "weight-free:<backend>@<params hash>"
+    score_threshold: float = DEFAULT_SCORE_THRESHOLD
+    threshold_source: str = "default"  # config | model (the checkpoint's own) | default
 
 
 def build_detector(dcfg: Mapping[str, Any]) -> DetectorInfo:
     """The configured detector (``backend``/``checkpoint``/``detector_params`` of ``dcfg``)."""
-    from pmcflow.detect.default import shipped_checkpoint_for, shipped_model
+    from pmcflow.detect.default import resolve_threshold, shipped_checkpoint_for, shipped_model
 
     backend = str(dcfg.get("backend", "auto"))
     ckpt_opt = dcfg.get("checkpoint", "shipped")
@@ -116,10 +118,11 @@ def build_detector(dcfg: Mapping[str, Any]) -> DetectorInfo:
         if not ckpt.exists():
             raise FileNotFoundError(f"decompose.checkpoint {ckpt} does not exist")
     det = get_detector(backend, checkpoint=ckpt, **params)
+    threshold = resolve_threshold(dcfg.get("score_threshold"), backend, ckpt)
     if ckpt is None:
         used = getattr(det, "params", params)
-        return DetectorInfo(det, backend, backend, f"weight-free:{backend}@{params_hash(used)}")
-    return DetectorInfo(det, backend, f"{backend}:{ckpt.name}", checkpoint_sha256(ckpt))
+        return DetectorInfo(det, backend, backend, f"weight-free:{backend}@{params_hash(used)}", *threshold)
+    return DetectorInfo(det, backend, f"{backend}:{ckpt.name}", checkpoint_sha256(ckpt), *threshold)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -257,11 +260,12 @@ def _items(
 
 
 def _detect_batch(
-    det: Detector, images: list[Image.Image], dcfg: Mapping[str, Any]
+    info: DetectorInfo, images: list[Image.Image], dcfg: Mapping[str, Any]
 ) -> list[list[Box] | Exception]:
     """Detect on a batch; if the batch fails, retry image by image so one bad input costs one item."""
+    det = info.detector
     kw = {
-        "score_threshold": float(dcfg["score_threshold"]),
+        "score_threshold": info.score_threshold,
         "nms_iou": float(dcfg["nms_iou"]),
         "batch_size": int(dcfg["batch_size"]),
     }
@@ -316,7 +320,7 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
                 bar.update(len(todo))
                 continue
             assert info is not None
-            preds = _detect_batch(info.detector, [im for _, im in batch], dcfg)
+            preds = _detect_batch(info, [im for _, im in batch], dcfg)
             for (it, im), boxes in zip(batch, preds, strict=True):
                 if isinstance(boxes, Exception):
                     rej.add(
@@ -349,6 +353,8 @@ def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_d
     if info is not None:
         extra["detector"] = info.detector_id
         extra["detector_checkpoint_sha256"] = info.checkpoint_sha256
+        # a string: merge_counts sums numbers across chunks
+        extra["score_threshold"] = f"{info.score_threshold:g} ({info.threshold_source})"
     if reader is not None:
         extra["label_reader_sha256"] = reader.sha256
     elif items and dcfg["label_reading"]:

@@ -73,7 +73,12 @@ def detect(argv: Sequence[str]) -> int:
     ap.add_argument("--backend", required=True, choices=sorted(BACKENDS))
     ap.add_argument("--checkpoint", default=None, help="trained checkpoint (file or dir) of the backend")
     ap.add_argument("--out", required=True, type=Path, help="COCO results json to write")
-    ap.add_argument("--score-threshold", type=float, default=DEFAULT_SCORE_THRESHOLD)
+    ap.add_argument(
+        "--score-threshold",
+        type=float,
+        default=None,
+        help=f"minimum box score (default: the checkpoint's own threshold, else {DEFAULT_SCORE_THRESHOLD})",
+    )
     ap.add_argument("--nms-iou", type=float, default=DEFAULT_NMS_IOU)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--errors", type=Path, default=None, help="also write per-image errors as JSON here")
@@ -90,10 +95,13 @@ def detect(argv: Sequence[str]) -> int:
     args = ap.parse_args(list(argv))
 
     from pmcflow.detect.base import DetectionResult, get_detector, run_detection
+    from pmcflow.detect.default import resolve_threshold
     from pmcflow.progress import Progress
     from pmcflow.tables import write_json
 
     detector = get_detector(args.backend, checkpoint=args.checkpoint, **parse_sets(args.sets))
+    threshold, source = resolve_threshold(args.score_threshold, args.backend, args.checkpoint)
+    print(f"score threshold {threshold:g} ({source})", file=sys.stderr)
     # Batch by batch (the batches run_detection would make), so a bar can follow; the summary line
     # below says the counts.
     bs = max(1, args.batch_size)
@@ -104,7 +112,7 @@ def detect(argv: Sequence[str]) -> int:
             results += run_detection(
                 detector,
                 batch,
-                score_threshold=args.score_threshold,
+                score_threshold=threshold,
                 nms_iou=args.nms_iou,
                 batch_size=args.batch_size,
             )

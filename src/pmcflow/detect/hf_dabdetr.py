@@ -1,8 +1,11 @@
 """``transformers``: Hugging Face ``DabDetrForObjectDetection`` built from a config, own training loop.
 
-This is the model family of the reference system (seed 000 trains HF DAB-DETR at 480x480, one
-class, score 0.2, NMS 0.2).  Nothing is downloaded: the backbone is randomly initialised, either
-HF-native ``ResNetConfig`` (presets ``tiny``/``small``) or timm (``r18``/``r50``).
+This is the model family of the reference system (seed 000 fine-tunes HF DAB-DETR from
+``IDEA-Research/dab-detr-resnet-50-dc5`` at 480x480, one class, score 0.2, NMS 0.2).  ``init``
+(:mod:`pmcflow.detect.init`) names the starting weights: a hub repo id or a local model directory
+(its class head is replaced by one ``subfigure`` class; ``preset`` is then not used), or none: a
+randomly initialised model built from ``preset``, HF-native ``ResNetConfig`` (``tiny``/``small``)
+or timm (``r18``/``r50``).  The backbone never downloads ImageNet weights of its own.
 
 Preprocessing is our own (no image processor): resize so the longer side is ``imgsz``, pad
 bottom/right to ``imgsz x imgsz``, normalise with ImageNet mean/std, ``pixel_mask`` marks the real
@@ -51,11 +54,14 @@ META_FILE = "pmcflow_detector.json"
 
 DEFAULTS: dict[str, Any] = {
     "preset": "r50",  # tiny | small | r18 | r50 (r50 = the reference architecture)
+    "init": "",  # starting weights: a hub repo id or a local model dir; "" = random (from preset)
+    "init_file": "",  # unused by this backend (it loads the whole repo); must stay empty
+    "init_revision": "",  # hub revision of init ("" = the default branch)
     "imgsz": 480,
     "epochs": 40,
     "batch_size": 8,
     "lr": 1e-4,
-    "lr_backbone": 1e-4,  # random-init backbone: same lr as the rest by default
+    "lr_backbone": 1e-4,  # random-init backbone: same lr as the rest; DETR fine-tuning uses lr / 10
     "weight_decay": 1e-4,
     "grad_clip": 0.1,
     "warmup_steps": 100,
@@ -130,6 +136,40 @@ def build_config(p: dict[str, Any]) -> Any:
         return DabDetrConfig(use_timm_backbone=True, backbone=preset["timm"], num_labels=1, **kw)
     backbone = ResNetConfig(**preset["backbone"], out_features=["stage4"])
     return DabDetrConfig(backbone_config=backbone, num_labels=1, **kw)
+
+
+def init_spec(p: dict[str, Any]) -> Any:
+    """The parsed ``init`` of params ``p`` (:class:`pmcflow.detect.init.InitSpec`)."""
+    from pmcflow.detect.init import InitError, parse_init
+
+    spec = parse_init(p["init"], "", p["init_revision"], backend="transformers")
+    if str(p["init_file"]).strip():
+        raise InitError("detector.params.transformers.init_file: the transformers backend loads the whole repo")
+    return spec
+
+
+def build_model(p: dict[str, Any]) -> Any:
+    """The model training starts from: ``init``'s weights with a one-class head, or ``preset`` at random."""
+    from transformers import DabDetrForObjectDetection
+
+    spec = init_spec(p)
+    if spec.kind == "none":
+        return DabDetrForObjectDetection(build_config(p))
+    from transformers import DabDetrConfig
+
+    from pmcflow.detect.init import init_directory
+
+    folder = str(init_directory(spec))
+    config = DabDetrConfig.from_pretrained(folder)
+    config.id2label, config.label2id = {0: "subfigure"}, {"subfigure": 0}  # num_labels follows: 1
+    for key, value in p.items():
+        if key.startswith("hf."):
+            setattr(config, key.split(".", 1)[1], value)
+    if int(p["num_queries"]) > 0:
+        config.num_queries = int(p["num_queries"])
+    # The COCO head (91 classes) is replaced by a fresh one-class head; the rest, backbone
+    # included, loads from the checkpoint (transformers 5 never fetches timm backbone weights).
+    return DabDetrForObjectDetection.from_pretrained(folder, config=config, ignore_mismatched_sizes=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -242,9 +282,9 @@ class HFDabDetrDetector(EvaluateMixin):
     # -- training -------------------------------------------------------------------------------
     def train(self, train_dir: Path, val_dir: Path | None, out_dir: Path, params: Params) -> TrainResult:
         import torch
-        from transformers import DabDetrForObjectDetection
 
         p = coerce_params(DEFAULTS, {**self.params, **dict(params)})
+        spec = init_spec(p)  # a bad init fails before any data is read
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         device = resolve_device(p["device"])
@@ -269,8 +309,7 @@ class HFDabDetrDetector(EvaluateMixin):
             drop_last=False,
             persistent_workers=False,
         )
-        config = build_config(p)
-        model = DabDetrForObjectDetection(config).to(device)
+        model = build_model(p).to(device)
         backbone = [q for n, q in model.named_parameters() if "backbone" in n and q.requires_grad]
         rest = [q for n, q in model.named_parameters() if "backbone" not in n and q.requires_grad]
         optim = torch.optim.AdamW(
@@ -346,9 +385,9 @@ class HFDabDetrDetector(EvaluateMixin):
                 rec.update({f"val_{k}": v for k, v in vm.items()})
                 if vm["map"] >= best_map:
                     best_map = vm["map"]
-                    self._save(model, model_dir, p, data.dropped)
+                    self._save(model, model_dir, p, data.dropped, spec)
             elif not val_items:
-                self._save(model, model_dir, p, data.dropped)
+                self._save(model, model_dir, p, data.dropped, spec)
             history.append(rec)
             if step >= total:
                 break
@@ -359,14 +398,15 @@ class HFDabDetrDetector(EvaluateMixin):
             model_dir, history, ips, train_seconds, {**p, "n_degenerate_boxes_dropped": data.dropped}
         )
 
-    def _save(self, model: Any, model_dir: Path, p: dict[str, Any], dropped: int) -> None:
+    def _save(self, model: Any, model_dir: Path, p: dict[str, Any], dropped: int, spec: Any) -> None:
         model.save_pretrained(str(model_dir))
         meta = {
             "backend": self.name,
             "imgsz": int(p["imgsz"]),
             "mean": MEAN,
             "std": STD,
-            "preset": p["preset"],
+            "preset": p["preset"] if spec.kind == "none" else None,
+            **spec.to_record(),
             "n_degenerate_boxes_dropped": dropped,
         }
         write_json(model_dir / META_FILE, meta)

@@ -40,17 +40,22 @@ from pmcflow.detect.base import (
     resolve_device,
     sanitize_boxes,
 )
+from pmcflow.detect.init import init_file, parse_init
 
 BASE_CONFIG = "dab_detr/dab-detr_r50_8xb2-50e_coco.py"
 CONFIG_FILE = "model_config.py"
 WEIGHTS_FILE = "model.pth"
 
 DEFAULTS: dict[str, Any] = {
-    "preset": "r50",  # tiny | r18 | r50
+    "preset": "r50",  # tiny | r18 | r50 (with an init: the checkpoint's architecture)
+    "init": "",  # pretrained weights (mmengine load_from): a local .pth or a hub repo id + init_file
+    "init_file": "",  # the checkpoint file inside the hub repo named by init
+    "init_revision": "",  # hub revision of init ("" = the default branch)
     "imgsz": 480,
     "epochs": 40,
     "batch_size": 2,  # per GPU/process
     "lr": 1e-4,
+    "lr_backbone": 1e-4,  # the backbone's learning rate (mmdet's DETR configs fine-tune it at lr / 10)
     "weight_decay": 1e-4,
     "grad_clip": 0.1,
     "lr_drop_epoch": 0,  # MultiStepLR milestone (0 = at 80 % of the epochs)
@@ -224,6 +229,9 @@ def build_config(p: dict[str, Any], train_dir: Path | None, val_dir: Path | None
         if float(p["grad_clip"]) > 0
         else None,
     }
+    if float(p["lr_backbone"]) != float(p["lr"]):
+        mult = float(p["lr_backbone"]) / float(p["lr"])
+        cfg.optim_wrapper["paramwise_cfg"] = {"custom_keys": {"backbone": {"lr_mult": mult, "decay_mult": 1.0}}}
     drop = int(p["lr_drop_epoch"]) or max(1, int(round(epochs * 0.8)))
     cfg.param_scheduler = [
         {
@@ -279,6 +287,9 @@ class MMDetDabDetrDetector(EvaluateMixin):
         train_dir = Path(train_dir).resolve()
         val = Path(val_dir).resolve() if val_dir is not None else None
         cfg = build_config(p, train_dir, val, out_dir)
+        spec = parse_init(p["init"], p["init_file"], p["init_revision"], backend="mmdet")
+        if spec.kind != "none":  # loaded non-strictly: a head of another class count is re-initialised
+            cfg.load_from = str(init_file(spec))
         n_train = len(read_dataset(train_dir))
         runner = Runner.from_cfg(cfg)
         with Timer() as t:
@@ -303,7 +314,7 @@ class MMDetDabDetrDetector(EvaluateMixin):
         infer_cfg.dump(str(out_dir / CONFIG_FILE))
         ips = n_train * int(p["epochs"]) / t.seconds if t.seconds > 0 else 0.0
         self.checkpoint, self._model, self.params = out_dir, None, p
-        return TrainResult(out_dir / WEIGHTS_FILE, _read_history(out_dir), ips, t.seconds, dict(p))
+        return TrainResult(out_dir / WEIGHTS_FILE, _read_history(out_dir), ips, t.seconds, {**p, **spec.to_record()})
 
     def _load(self) -> Any:
         if self._model is None:

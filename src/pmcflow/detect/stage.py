@@ -34,13 +34,31 @@ def train_stage(cfg: Mapping[str, Any], train_dir: str, val_dir: str | None, out
     """Train ``detector.backend`` and write ``out_dir/train.json``."""
     dcfg = section(cfg)
     out = Path(out_dir)
-    params = {"seed": int(cfg.get("seed", 0)), **dict(dcfg["params"].get(dcfg["backend"]) or {})}
     detector = get_detector(dcfg["backend"])
+    # the run's seed, for the backends that draw random numbers (xycut has no seed parameter)
+    seed = {"seed": int(cfg.get("seed", 0))} if "seed" in getattr(detector, "params", {}) else {}
+    params = {**seed, **dict(dcfg["params"].get(dcfg["backend"]) or {})}
     result = detector.train(Path(train_dir), Path(val_dir) if val_dir else None, out, params)
-    record = {"backend": dcfg["backend"], **result.to_json()}
+    record = {"backend": dcfg["backend"], **result.to_json(), **_own_threshold(dcfg, result.checkpoint, val_dir)}
     T.write_json(out / "train.json", record)
     log.info("trained %s -> %s (%.1f images/s)", dcfg["backend"], result.checkpoint, result.images_per_s)
     return record
+
+
+def _own_threshold(dcfg: Mapping[str, Any], checkpoint: Path, val_dir: str | None) -> dict[str, Any]:
+    """The threshold that travels with a trained checkpoint (``score_threshold`` in train.json,
+    read by :func:`pmcflow.detect.default.resolve_threshold`): the best-F1 threshold on the
+    validation renders, or none without a validation set."""
+    if not val_dir or not (Path(val_dir) / "annotations.json").is_file():
+        return {}
+    gt = json.loads((Path(val_dir) / "annotations.json").read_text(encoding="utf-8"))
+    metrics, _ = _score(dcfg, get_detector(dcfg["backend"], checkpoint=checkpoint), gt, str(val_dir))
+    if not isinstance(metrics.get("threshold"), int | float) or not metrics.get("f1"):
+        return {}  # nothing detected on the validation set: no threshold to recommend
+    return {
+        "score_threshold": round(float(metrics["threshold"]), 4),
+        "score_threshold_chosen_on": f"best F1@{dcfg['eval']['iou']} on the validation renders ({val_dir})",
+    }
 
 
 def demo_figures_to_coco(

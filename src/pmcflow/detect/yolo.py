@@ -1,7 +1,9 @@
-"""``ultralytics``: YOLO built from a model yaml (no pretrained weights), trained offline.
+"""``ultralytics``: YOLO from a model yaml or pretrained weights, trained offline.
 
 The model is ``yolov8n.yaml`` by default (``yolo11n.yaml``, ``yolov8s.yaml``... pick the scale by
-name).  ``train`` writes a ``data.yaml`` pointing at the datasets' ``images/`` folders (YOLO finds
+name).  ``init`` (:mod:`pmcflow.detect.init`) names pretrained weights to fine-tune: a local ``.pt``
+or ``init_file`` of a hub repo.  With an ``init`` the architecture is the checkpoint's own, unless
+``model`` is set explicitly, in which case the weights whose shapes match are transferred into it.  ``train`` writes a ``data.yaml`` pointing at the datasets' ``images/`` folders (YOLO finds
 ``labels/`` next to them), trains with ``ultralytics`` and copies the best weights to
 ``<out>/model.pt``.  Extra ultralytics train arguments pass through as ``ultralytics.<arg>=value``.
 
@@ -38,6 +40,9 @@ from pmcflow.tables import atomic_path, save_torch
 
 DEFAULTS: dict[str, Any] = {
     "model": "yolov8n.yaml",  # architecture yaml (scale in the name) or a .pt checkpoint to fine-tune
+    "init": "",  # pretrained weights: a local .pt or a hub repo id (with init_file); "" = none
+    "init_file": "",  # the checkpoint file inside the hub repo named by init (yolov8s.pt)
+    "init_revision": "",  # hub revision of init ("" = the default branch)
     "imgsz": 480,
     "epochs": 50,
     "batch_size": 16,
@@ -165,6 +170,26 @@ def _read_history(results_csv: Path) -> list[dict[str, Any]]:
     return out
 
 
+def build_model(p: dict[str, Any], *, explicit_model: bool = False) -> tuple[Any, Any]:
+    """The YOLO model training starts from and the parsed ``init``.
+
+    No ``init``: ``model`` (a yaml at random, or a ``.pt``). An ``init`` and no explicit ``model``:
+    the checkpoint itself (its architecture; ultralytics swaps its head for one class when training
+    starts and transfers the rest). Both: ``model``'s architecture with the matching weights loaded.
+    """
+    from ultralytics import YOLO
+
+    from pmcflow.detect.init import init_file, parse_init
+
+    spec = parse_init(p["init"], p["init_file"], p["init_revision"], backend="ultralytics")
+    if spec.kind == "none":
+        return YOLO(str(p["model"]), task="detect"), spec
+    weights = init_file(spec)
+    if not explicit_model:
+        return YOLO(str(weights), task="detect"), spec
+    return YOLO(str(p["model"]), task="detect").load(str(weights)), spec
+
+
 class UltralyticsDetector(EvaluateMixin):
     name = "ultralytics"
 
@@ -198,14 +223,13 @@ class UltralyticsDetector(EvaluateMixin):
     def train(self, train_dir: Path, val_dir: Path | None, out_dir: Path, params: Params) -> TrainResult:
         p = coerce_params(DEFAULTS, {**self.params, **dict(params)})
         ensure_offline_env()
-        from ultralytics import YOLO
 
         out_dir = Path(out_dir).resolve()
         data_yaml = write_data_yaml(
             out_dir / "data.yaml", Path(train_dir), Path(val_dir) if val_dir else None
         )
         n_train = len(read_dataset(train_dir))
-        model = YOLO(str(p["model"]), task="detect")
+        model, spec = build_model(p, explicit_model="model" in self._explicit or "model" in params)
         device = _device(p["device"])
         extra = {k.split(".", 1)[1]: v for k, v in p.items() if k.startswith("ultralytics.")}
         args = {
@@ -252,7 +276,7 @@ class UltralyticsDetector(EvaluateMixin):
         epochs_run = len(history) or int(p["epochs"])
         ips = n_train * epochs_run / t.seconds if t.seconds > 0 else 0.0
         self.checkpoint, self._model, self.params = ckpt, None, p
-        return TrainResult(ckpt, history, ips, t.seconds, {k: v for k, v in p.items()})
+        return TrainResult(ckpt, history, ips, t.seconds, {**p, **spec.to_record()})
 
     def predict(
         self,
