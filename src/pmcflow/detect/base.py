@@ -13,6 +13,7 @@ Boxes are ``x, y, w, h`` in pixels of the original image, with a score in [0, 1]
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import os
@@ -252,6 +253,17 @@ def read_dataset(root: str | os.PathLike[str]) -> list[DatasetItem]:
         boxes = np.asarray(by_image.get(int(im["id"]), []), dtype=np.float64).reshape(-1, 4)
         items.append(DatasetItem(p, int(im["width"]), int(im["height"]), boxes))
     return items
+
+
+def param_defaults(backend: str) -> dict[str, Any]:
+    """The parameters of ``backend`` with their defaults, from the config schema
+    (``detector.params.<backend>``): the only place they are written."""
+    from pmcflow.config import load_schema
+
+    props = load_schema()["properties"]["detector"]["properties"]["params"]["properties"][backend]["properties"]
+    # `seed` has no schema default, so that a filled-in config does not hide the run's seed (the
+    # detector stage passes it); a backend used on its own (the CLI) starts from 0.
+    return {key: copy.deepcopy(spec["default"]) if "default" in spec else 0 for key, spec in props.items()}
 
 
 def coerce_params(defaults: Mapping[str, Any], params: Params | None) -> dict[str, Any]:

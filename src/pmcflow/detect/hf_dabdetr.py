@@ -42,6 +42,7 @@ from pmcflow.detect.base import (
     as_rgb,
     coerce_params,
     nms_boxes,
+    param_defaults,
     read_dataset,
     resolve_device,
     sanitize_boxes,
@@ -52,31 +53,8 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 META_FILE = "pmcflow_detector.json"
 
-DEFAULTS: dict[str, Any] = {
-    "preset": "r50",  # tiny | small | r18 | r50 (r50 = the reference architecture)
-    "init": "",  # starting weights: a hub repo id or a local model dir; "" = random (from preset)
-    "init_file": "",  # unused by this backend (it loads the whole repo); must stay empty
-    "init_revision": "",  # hub revision of init ("" = the default branch)
-    "imgsz": 480,
-    "epochs": 40,
-    "batch_size": 8,
-    "lr": 1e-4,
-    "lr_backbone": 1e-4,  # random-init backbone: same lr as the rest; DETR fine-tuning uses lr / 10
-    "weight_decay": 1e-4,
-    "grad_clip": 0.1,
-    "warmup_steps": 100,
-    "max_steps": 0,  # stop after this many optimizer steps (0 = no limit)
-    "device": "auto",
-    "workers": 2,
-    "amp": True,  # bf16 autocast on CUDA; ignored on CPU
-    "seed": 0,
-    "hflip": 0.5,
-    "min_box_px": 1.0,
-    "num_queries": 0,  # 0 = the preset's
-    "val_every": 1,  # epochs between validations (0 = only at the end)
-    "threads": 0,  # torch intra-op threads (0 = torch default)
-    "log_every": 50,
-}
+# Parameters and their defaults: config/schema/config.schema.yaml, detector.params.transformers.
+DEFAULTS: dict[str, Any] = param_defaults("transformers")
 
 PRESETS: dict[str, dict[str, Any]] = {
     # ~0.5M params: for tests

@@ -36,6 +36,7 @@ from pmcflow.detect.base import (
     as_rgb,
     coerce_params,
     nms_boxes,
+    param_defaults,
     read_dataset,
     resolve_device,
     sanitize_boxes,
@@ -46,29 +47,8 @@ BASE_CONFIG = "dab_detr/dab-detr_r50_8xb2-50e_coco.py"
 CONFIG_FILE = "model_config.py"
 WEIGHTS_FILE = "model.pth"
 
-DEFAULTS: dict[str, Any] = {
-    "preset": "r50",  # tiny | r18 | r50 (with an init: the checkpoint's architecture)
-    "init": "",  # pretrained weights (mmengine load_from): a local .pth or a hub repo id + init_file
-    "init_file": "",  # the checkpoint file inside the hub repo named by init
-    "init_revision": "",  # hub revision of init ("" = the default branch)
-    "imgsz": 480,
-    "epochs": 40,
-    "batch_size": 2,  # per GPU/process
-    "lr": 1e-4,
-    "lr_backbone": 1e-4,  # the backbone's learning rate (mmdet's DETR configs fine-tune it at lr / 10)
-    "weight_decay": 1e-4,
-    "grad_clip": 0.1,
-    "lr_drop_epoch": 0,  # MultiStepLR milestone (0 = at 80 % of the epochs)
-    "device": "auto",  # inference device; training uses what mmengine finds (CUDA when visible)
-    "workers": 2,
-    "amp": True,  # AmpOptimWrapper on CUDA
-    "seed": 0,
-    "hflip": 0.5,
-    "num_queries": 0,  # 0 = the preset's
-    "val_every": 1,
-    "log_every": 50,
-    "launcher": "none",  # "pytorch" under torchrun / Slurm for multi-GPU
-}
+# Parameters and their defaults: config/schema/config.schema.yaml, detector.params.mmdet.
+DEFAULTS: dict[str, Any] = param_defaults("mmdet")
 
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"depth": 18, "dims": 64, "heads": 4, "ffn": 128, "enc": 1, "dec": 1, "queries": 20},

@@ -41,29 +41,13 @@ from pmcflow.detect.base import (
     as_rgb,
     coerce_params,
     nms_boxes,
+    param_defaults,
     read_dataset,
 )
 from pmcflow.tables import write_json
 
-DEFAULTS: dict[str, Any] = {
-    "work_size": 1024,  # longest side the cut runs at (larger images are downscaled)
-    "bg_tolerance": 30,  # max per-channel difference from the border colour still counted as background
-    "gutter_max_fill": 0.002,  # a row/column is empty if at most this fraction of it is foreground
-    "min_gutter_px": 3,  # minimum gutter width (pixels at work scale)
-    "min_panel_frac": 0.04,  # minimum panel side as a fraction of the shorter image side
-    "min_panel_px": 12,  # ... and in pixels at work scale
-    "max_depth": 8,
-    "seam_split": True,  # where no gutter exists, also cut at straight full-length colour seams
-    "seam_tol": 24,  # per-channel jump that counts as an edge pixel
-    "seam_min_frac": 0.9,  # fraction of the seam's length that must be an edge
-    "seam_min_contrast": 0.3,  # ... and by how much it must exceed its neighbourhood's edge fraction
-    "min_density": 0.002,  # leaves with less foreground than this fraction are dropped
-    # training-time tuning
-    "tune": False,
-    "tune_max_images": 200,
-    "tune_min_gutter_px": [2, 3, 5, 8],
-    "tune_bg_tolerance": [15, 30, 60],
-}
+# Parameters and their defaults: config/schema/config.schema.yaml, detector.params.xycut.
+DEFAULTS: dict[str, Any] = param_defaults("xycut")
 
 
 def foreground_mask(rgb: np.ndarray, tolerance: float) -> np.ndarray:

@@ -1,6 +1,6 @@
 """``ultralytics``: YOLO from a model yaml or pretrained weights, trained offline.
 
-The model is ``yolov8n.yaml`` by default (``yolo11n.yaml``, ``yolov8s.yaml``... pick the scale by
+The model is ``yolov8n.yaml`` by default (:data:`DEFAULT_ARCH`) (``yolo11n.yaml``, ``yolov8s.yaml``... pick the scale by
 name).  ``init`` (:mod:`pmcflow.detect.init`) names pretrained weights to fine-tune: a local ``.pt``
 or ``init_file`` of a hub repo.  With an ``init`` the architecture is the checkpoint's own, unless
 ``model`` is set explicitly, in which case the weights whose shapes match are transferred into it.  ``train`` writes a ``data.yaml`` pointing at the datasets' ``images/`` folders (YOLO finds
@@ -33,32 +33,16 @@ from pmcflow.detect.base import (
     TrainResult,
     as_rgb,
     coerce_params,
+    param_defaults,
     read_dataset,
     resolve_device,
 )
 from pmcflow.tables import atomic_path, save_torch
 
-DEFAULTS: dict[str, Any] = {
-    "model": "yolov8n.yaml",  # architecture yaml (scale in the name) or a .pt checkpoint to fine-tune
-    "init": "",  # pretrained weights: a local .pt or a hub repo id (with init_file); "" = none
-    "init_file": "",  # the checkpoint file inside the hub repo named by init (yolov8s.pt)
-    "init_revision": "",  # hub revision of init ("" = the default branch)
-    "imgsz": 480,
-    "epochs": 50,
-    "batch_size": 16,
-    "device": "auto",  # auto | cpu | cuda | 0 | 0,1
-    "workers": 4,
-    "amp": True,  # mixed precision (ultralytics only uses it on CUDA)
-    "seed": 0,
-    "lr0": 0.01,
-    "optimizer": "auto",
-    "patience": 50,
-    "mosaic": 0.0,  # mosaic crops panels mid-way; off by default for compound figures
-    "fliplr": 0.5,
-    "max_det": 100,
-    "plots": False,
-    "cache": False,  # "ram" caches decoded images
-}
+# The architecture when neither `model` nor `init` names one (the schema's `model` says so).
+DEFAULT_ARCH = "yolov8n.yaml"
+# Parameters and their defaults: config/schema/config.schema.yaml, detector.params.ultralytics.
+DEFAULTS: dict[str, Any] = param_defaults("ultralytics")
 
 
 def ensure_offline_env() -> None:
@@ -170,12 +154,13 @@ def _read_history(results_csv: Path) -> list[dict[str, Any]]:
     return out
 
 
-def build_model(p: dict[str, Any], *, explicit_model: bool = False) -> tuple[Any, Any]:
+def build_model(p: dict[str, Any]) -> tuple[Any, Any]:
     """The YOLO model training starts from and the parsed ``init``.
 
-    No ``init``: ``model`` (a yaml at random, or a ``.pt``). An ``init`` and no explicit ``model``:
-    the checkpoint itself (its architecture; ultralytics swaps its head for one class when training
-    starts and transfers the rest). Both: ``model``'s architecture with the matching weights loaded.
+    No ``init``: ``model`` (a yaml at random, or a ``.pt``; empty = :data:`DEFAULT_ARCH`). An
+    ``init`` and no ``model``: the checkpoint itself (its architecture; ultralytics swaps its head
+    for one class when training starts and transfers the rest). Both: ``model``'s architecture with
+    the weights whose shapes match loaded from ``init``.
     """
     from ultralytics import YOLO
 
@@ -183,9 +168,9 @@ def build_model(p: dict[str, Any], *, explicit_model: bool = False) -> tuple[Any
 
     spec = parse_init(p["init"], p["init_file"], p["init_revision"], backend="ultralytics")
     if spec.kind == "none":
-        return YOLO(str(p["model"]), task="detect"), spec
+        return YOLO(str(p["model"] or DEFAULT_ARCH), task="detect"), spec
     weights = init_file(spec)
-    if not explicit_model:
+    if not p["model"]:
         return YOLO(str(weights), task="detect"), spec
     return YOLO(str(p["model"]), task="detect").load(str(weights)), spec
 
@@ -229,7 +214,7 @@ class UltralyticsDetector(EvaluateMixin):
             out_dir / "data.yaml", Path(train_dir), Path(val_dir) if val_dir else None
         )
         n_train = len(read_dataset(train_dir))
-        model, spec = build_model(p, explicit_model="model" in self._explicit or "model" in params)
+        model, spec = build_model(p)
         device = _device(p["device"])
         extra = {k.split(".", 1)[1]: v for k, v in p.items() if k.startswith("ultralytics.")}
         args = {
@@ -276,7 +261,9 @@ class UltralyticsDetector(EvaluateMixin):
         epochs_run = len(history) or int(p["epochs"])
         ips = n_train * epochs_run / t.seconds if t.seconds > 0 else 0.0
         self.checkpoint, self._model, self.params = ckpt, None, p
-        return TrainResult(ckpt, history, ips, t.seconds, {**p, **spec.to_record()})
+        # the architecture trained: model, else yolov8n.yaml, else the init checkpoint's own
+        arch = p["model"] or (DEFAULT_ARCH if spec.kind == "none" else Path(str(spec.filename or spec.path)).name)
+        return TrainResult(ckpt, history, ips, t.seconds, {**p, "model": arch, **spec.to_record()})
 
     def predict(
         self,
