@@ -28,6 +28,7 @@ rule evaluate_detector:
     input:
         unpack(detector_model_input),
         holdout=f"{RESULTS}/synth/holdout/annotations.json",
+        real=[s["annotations"] for s in config["detector"]["eval"]["real_coco"]],
     output:
         eval=f"{RESULTS}/detector/eval/eval.json",
     params:
