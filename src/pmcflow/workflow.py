@@ -41,6 +41,9 @@ def start_rule_log(sm: Any, path: str | os.PathLike[str] | None = None) -> None:
     import time
 
     os.environ["PMCFLOW_PROGRESS"] = "0"  # a rule log gets count lines, never progress bars
+    models = ((getattr(sm, "config", None) or {}).get("paths") or {}).get("models")
+    if models:  # paths.models: the hub cache this job loads models from (before any HF import)
+        os.environ["HF_HUB_CACHE"] = str(Path(str(models)).expanduser().resolve())
     log_to_file(path if path is not None else (sm.log[0] if len(sm.log) else None))
     logger = logging.getLogger("pmcflow.rule")
     wildcards = ", ".join(f"{k}={v}" for k, v in sm.wildcards.items())

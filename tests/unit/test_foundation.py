@@ -200,8 +200,12 @@ def test_rule_log_says_what_ran(tmp_path: Path) -> None:
                 params = Params(fromdict={{"parse": {{"max_xml_mb": 1}}, "code": "abc"}})
                 wildcards = Wildcards(fromdict={{"chunk": "c000001"}})
                 log = Log(toclone=[{str(log)!r}])
+                config = {{"paths": {{"models": {str(tmp_path / "hub")!r}}}}}
 
+            import os
             start_rule_log(SM())
+            # paths.models is the hub cache the job reads
+            assert os.environ["HF_HUB_CACHE"] == {str(tmp_path / "hub")!r}, os.environ.get("HF_HUB_CACHE")
             raise SystemExit(0)
             """
         )
