@@ -168,7 +168,9 @@ def demo_modality(rows: list[dict[str, Any]], verdicts: list[Any], figures_jsonl
         fig = json.loads(line)
         panels[f"{fig['pmcid']}.{fig['version']}/{fig['figure_id']}"] = fig["panels"]
     card = json.loads((SHIPPED_CHECKPOINT.parent / "metrics.json").read_text(encoding="utf-8"))
-    heldout = {sid for split in card["split"].values() if split["mode"] == "by-source" for sid in split["heldout"]}
+    # every panel source the classifier did not train on counts as held out (with the registry-trained
+    # classifier that is every render source except the plot kinds it trained on)
+    trained = {sid for split in card["split"].values() for sid in split["train"]}
     tally: dict[str, dict[str, list[int]]] = {"heldout_sources": {}, "training_sources": {}}
     for row, v in zip(rows, verdicts, strict=True):
         if v.modality is None or not row.get("bbox"):
@@ -179,7 +181,7 @@ def demo_modality(rows: list[dict[str, Any]], verdicts: list[Any], figures_jsonl
         iou, panel = max(cands, key=lambda t: t[0])
         if iou < 0.5:
             continue
-        side = "heldout_sources" if panel["source_id"] in heldout else "training_sources"
+        side = "training_sources" if panel["source_id"] in trained else "heldout_sources"
         ok_n = tally[side].setdefault(panel["modality"], [0, 0])
         ok_n[0] += int(v.modality == panel["modality"])
         ok_n[1] += 1

@@ -41,9 +41,10 @@ timm model name are resolved to hub repos by open_clip / timm themselves: such a
 records what it resolved to, which is what the workflow's check reads.
 
 Config sections that name no hub asset: ``decompose`` (it runs the detector this run trained, or a
-local checkpoint), ``filter``
-(the modality classifier is the shipped checkpoint or a path; its timm backbone is built with
-``pretrained=False``).
+local checkpoint), ``filter`` with its default ``timm`` backend (the modality classifier is the
+shipped checkpoint or a path; its timm backbone is built with ``pretrained=False``).  With
+``filter.modality.backend: openclip`` the zero-shot model ``filter.modality.openclip.model`` is an
+asset like an evaluation baseline.
 
 The cache is the one Hugging Face libraries read (``HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
 ``~/.cache/huggingface/hub``): ``<cache>/models--<org>--<name>/refs/<revision>`` holds the commit a
@@ -81,6 +82,8 @@ FETCH_COMMAND = "pmcflow fetch-models"
 DEFAULT_REVISION = "main"
 # The model train uses when neither train.model nor a preset names one (pmcflow.encoders.train).
 DEFAULT_TRAIN_MODEL = "tiny-vit-bpe"
+# filter.modality.openclip.model default (pmcflow.filter.checks.DEFAULT_OPENCLIP_MODEL; standard library only here)
+DEFAULT_FILTER_OPENCLIP_MODEL = "hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"
 OPENCLIP_DIR = Path(__file__).resolve().parent / "data" / "openclip"
 LLM_BACKENDS = ("transformers", "vllm")
 HF_HUB_PREFIX = "hf-hub:"
@@ -190,7 +193,27 @@ def requested(config: Mapping[str, Any], read_json: JsonReader | None = None) ->
     out += _train_assets(config, read_json)
     out += _baseline_assets(config, read_json)
     out += _detector_assets(config)
+    out += _filter_assets(config, read_json)
     return list(dict.fromkeys(out))
+
+
+def _filter_assets(config: Mapping[str, Any], read_json: JsonReader | None) -> list[Asset]:
+    """The zero-shot open_clip model of ``filter.modality`` when its backend is ``openclip``
+    (pmcflow.filter.zeroshot); the default timm backend loads a local checkpoint only."""
+    modality = _section(config, "filter", "modality")
+    if modality.get("enabled", True) is False or modality.get("backend", "timm") != "openclip":
+        return []
+    oc = _section(modality, "openclip")
+    model = oc.get("model") or DEFAULT_FILTER_OPENCLIP_MODEL
+    return open_clip_assets(
+        "filter.modality.openclip.model",
+        str(model),
+        pretrained=oc.get("pretrained"),
+        pretrained_key="filter.modality.openclip.pretrained",
+        image_weights=False,
+        training=False,
+        read_json=read_json,
+    )
 
 
 def _detector_assets(config: Mapping[str, Any]) -> list[Asset]:

@@ -229,6 +229,7 @@ DATASET = pa.schema(
     + [
         pa.field("modality", pa.string()),  # predicted modality class
         pa.field("modality_score", pa.float32()),
+        pa.field("modality_backend", pa.string()),  # the classifier: timm:<model>@<file>#<sha> | openclip:<model...>
         pa.field("phash", pa.string()),  # 64-bit perceptual hash, hex
     ]
 )
@@ -244,6 +245,7 @@ PHASHES = pa.schema(
         pa.field("phash", pa.string()),  # 16 hex digits; null when the crop was not decoded
         pa.field("modality", pa.string()),
         pa.field("modality_score", pa.float32()),
+        pa.field("modality_backend", pa.string()),
         pa.field("reason", pa.string()),  # first failing check 1-6, null = candidate for the dataset
         pa.field("detail", pa.string()),
     ]

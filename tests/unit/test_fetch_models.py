@@ -786,3 +786,23 @@ def test_workflow_fails_early_offline_without_the_models(tmp_path: Path) -> None
     assert "pmcflow fetch-models --config config/config.yaml --cache" in err
     demo = snakemake(work, ["-n", "--cores", "1", "--configfile", "config/demo.yaml"], env=env, timeout=300)
     assert demo.returncode == 0, demo.stderr[-3000:]
+
+
+def test_zero_shot_filter_model_is_listed_only_for_the_openclip_backend() -> None:
+    hub = "hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"
+    zero_shot = {"filter": {"modality": {"backend": "openclip", "openclip": {"model": hub}}}}
+    found = {a.role: a for a in models.assets(load_config([], zero_shot))}
+    asset = found["filter.modality.openclip.model"]
+    assert (asset.repo_id, asset.files) == ("microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224", "open_clip")
+    # the default backend (a local timm checkpoint), a disabled filter and a shipped config name no hub asset
+    for overrides in (
+        {"filter": {"modality": {"openclip": {"model": hub}}}},
+        {"filter": {"modality": {"enabled": False, "backend": "openclip", "openclip": {"model": hub}}}},
+        {"filter": {"modality": {"backend": "openclip", "openclip": {"model": "tiny-vit-bpe"}}}},
+    ):
+        roles = {a.role for a in models.assets(load_config([], overrides))}
+        assert not any(r.startswith("filter.") for r in roles), overrides
+    # a built-in open_clip name with a pretrained tag: the tag's weights, resolved like a baseline's
+    tagged = {"filter": {"modality": {"backend": "openclip", "openclip": {"model": "ViT-B-16", "pretrained": "openai"}}}}
+    found = {a.role: a for a in models.assets(load_config([], tagged))}
+    assert found["filter.modality.openclip.pretrained"].repo_id == "timm/vit_base_patch16_clip_224.openai"

@@ -14,14 +14,15 @@ from pmcflow import schema as S
 from pmcflow import tables as T
 from pmcflow.filter.modality import (
     SHIPPED_CHECKPOINT,
+    TrainSettings,
     load_modality_model,
     make_crops,
     predict_modality,
-    split_sources,
+    registry_splits,
     train_modality,
 )
 from pmcflow.filter.stage import filter_chunk
-from pmcflow.synth.sources import builtin_pool
+from pmcflow.imageregistry import load_registry
 
 CAPTION = "Axial CT of the chest showing a ground-glass opacity in the right lower lobe."
 TINY = {"epochs": 1, "input_size": 48, "train_crops_per_class": 6, "eval_crops_per_class": 3, "batch_size": 8}
@@ -77,16 +78,39 @@ def test_modality_rejections_with_a_trained_model(tmp_path: Path, tiny_modality:
     rec = filter_chunk(cfg, "c0", enr, tmp_path / "o2")
     out = T.read_rows(tmp_path / "o2" / "dataset.parquet")[0]
     assert rec["kept"] == 1 and out["modality"] in classes and 0.0 < out["modality_score"] <= 1.0
+    backend = f"timm:mobilenetv3_small_050@{tiny_modality.name}#{T.file_sha256(tiny_modality)[:12]}"
+    assert out["modality_backend"] == backend
+    assert detail.endswith(f"backend={backend}")
 
 
 @pytest.mark.skipif(not SHIPPED_CHECKPOINT.is_file(), reason="no shipped modality checkpoint")
-def test_shipped_checkpoint_classifies_heldout_builtin_crops() -> None:
-    """Fresh crops of the sources the shipped model never saw (its recorded split), not its own eval set."""
+def test_shipped_checkpoint_has_other_and_is_tested_on_classifier_test_images_only() -> None:
+    """The shipped model's held-out set is the registry's classifier_test entries (plus plot kinds
+    it never trained on), disjoint from its training images, and no render source is among either."""
+    reg = load_registry()
     mm = load_modality_model("shipped")
     card = json.loads((SHIPPED_CHECKPOINT.parent / "metrics.json").read_text())
-    assert mm.classes == card["classes"]
-    pool = builtin_pool(max_side=512)
-    splits = split_sources(pool, card["settings"]["holdout_fraction"], card["settings"]["seed"])
+    assert mm.classes == card["classes"] == ["histopathology", "microscopy", "other", "plot", "radiology", "retina"]
+    assert card["training_data"]["registry_sha256"] == reg.sha256  # trained on this registry
+    train = {sid for sp in card["split"].values() for sid in sp["train"]}
+    held = {sid for sp in card["split"].values() for sid in sp["heldout"]}
+    assert not train & held
+    non_plot_held = {sid for sid in held if not sid.startswith("plot:")}
+    assert non_plot_held == set(reg.ids("classifier_test"))
+    assert {sid for sid in train if not sid.startswith("plot:")} == set(reg.ids("classifier_train"))
+    assert not (train | held) & set(reg.ids("render_source"))
+    assert card["heldout"]["chance"] == pytest.approx(1 / 6)
+    assert sum(card["heldout"]["images_per_class"].values()) == len(held)
+    assert set(card["heldout"]["per_source"]) == held
+
+
+@pytest.mark.skipif(not SHIPPED_CHECKPOINT.is_file(), reason="no shipped modality checkpoint")
+def test_shipped_checkpoint_classifies_heldout_crops() -> None:
+    """Fresh crops (another seed) of the images the shipped model never saw, not its own eval set."""
+    mm = load_modality_model("shipped")
+    card = json.loads((SHIPPED_CHECKPOINT.parent / "metrics.json").read_text())
+    settings = TrainSettings.from_config({"seed": card["settings"]["seed"]})
+    pool, splits = registry_splits(settings, int(settings.seed or 0))
     assert [s.modality for s in splits] == mm.classes
     for s in splits:
         assert [r.source_id for r in s.heldout] == card["split"][s.modality]["heldout"]
@@ -96,3 +120,19 @@ def test_shipped_checkpoint_classifies_heldout_builtin_crops() -> None:
     correct = np.array([mm.classes.index(p) == int(t) for (p, _), t in zip(preds, y, strict=True)])
     chance = 1 / len(mm.classes)
     assert correct.mean() >= 2.5 * chance, correct.mean()
+    # an "other" image (a chemical structure it never saw) is not forced into a medical class
+    other = [Image.fromarray(a.permute(1, 2, 0).numpy()) for a, t in zip(x, y, strict=True) if mm.classes[int(t)] == "other"]
+    labels = [lbl for lbl, _ in predict_modality(other, mm)]
+    assert labels.count("other") / len(labels) >= 0.4, labels
+
+
+def test_registry_training_never_uses_render_sources(tiny_modality: Path) -> None:
+    metrics = json.loads((tiny_modality.parent / "metrics.json").read_text())
+    reg = load_registry()
+    used = {sid for sp in metrics["split"].values() for sid in sp["train"] + sp["heldout"]}
+    assert not used & set(reg.ids("render_source"))
+    assert metrics["split"]["microscopy"]["mode"] == "registry, disjoint regions of one image"
+    assert metrics["split"]["radiology"]["mode"] == "registry, by image"
+    assert "other" in metrics["classes"] and metrics["heldout"]["images_per_class"]["other"] == len(
+        [e for e in reg.by_role("classifier_test") if e.cls == "other"]
+    )

@@ -125,7 +125,7 @@ def test_config_defaults_and_overrides() -> None:
     assert cfg["select"]["max_articles"] == 7
     assert cfg["source"]["backend"] == "ftp"
     assert cfg["http"]["rate_limit_per_s"] == 3.0  # NCBI's limit is the default
-    assert cfg["paths"] == {"results": "results", "resources": "resources", "logs": "logs"}
+    assert cfg["paths"] == {"results": "results", "resources": "resources", "logs": "logs", "models": ""}
 
 
 def test_config_rejects_unknown_and_bad_values() -> None:

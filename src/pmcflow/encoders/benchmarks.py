@@ -1354,7 +1354,8 @@ def build_demo_benchmarks(out_dir: str | os.PathLike[str], seed: int = 0) -> lis
     out = Path(out_dir)
     nci = json.loads((PANELS_DIR / "captions.json").read_text(encoding="utf-8"))
     pool = builtin_pool(max_side=512)
-    usable = {m: [r for r in refs if pool.load(r) is not None] for m, refs in pool.refs.items()}
+    # the synthetic chart panels (chart:<kind>:<k>, pmcflow.synth.charts) have no source description
+    usable = {m: [r for r in refs if not r.source_id.startswith("chart:") and pool.load(r) is not None] for m, refs in pool.refs.items()}
     classes = [m for m in DEMO_CLASSES if usable.get(m)]
     if len(classes) < 2:
         raise BenchmarkError(

@@ -37,6 +37,8 @@ REASONS: tuple[str, ...] = (
 )
 
 # Clinical imaging + microscopy (seed 000's modality filter); plots and charts are dropped.
+# `other` is recorded, not dropped, by default: the shipped classifier calls too many medical crops
+# `other` (docs/filter.md) for it to decide alone; drop it where the classifier is trusted.
 DEFAULT_KEEP: tuple[str, ...] = (
     "radiology",
     "histopathology",
@@ -46,19 +48,72 @@ DEFAULT_KEEP: tuple[str, ...] = (
     "endoscopy",
     "ultrasound",
     "clinical_photo",
+    "other",
 )
-DEFAULT_DROP: tuple[str, ...] = ("plot", "chart", "diagram", "chemical_structure", "other")
+DEFAULT_DROP: tuple[str, ...] = ("plot", "chart", "diagram", "chemical_structure")
+
+
+BACKENDS: tuple[str, ...] = ("timm", "openclip")
+DEFAULT_OPENCLIP_MODEL = "hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"
+
+
+@dataclass(frozen=True)
+class OpenClipSettings:
+    """``filter.modality.openclip``: the zero-shot backend (:mod:`pmcflow.filter.zeroshot`).
+
+    ``prompts`` is ``((class, (prompt, ...)), ...)`` in config order; empty = the built-in prompts
+    (:data:`pmcflow.filter.zeroshot.DEFAULT_PROMPTS`).  ``classes`` (None = every prompted class)
+    picks the classes to score; each must have prompts.
+    """
+
+    model: str = DEFAULT_OPENCLIP_MODEL
+    pretrained: str | None = None
+    checkpoint: str | None = None
+    prompts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    classes: tuple[str, ...] | None = None
+    device: str = "cpu"
+    seed: int = 0  # initialisation of weights no checkpoint provides (a model without weights: tests)
+
+    @classmethod
+    def from_mapping(cls, oc: Mapping[str, Any] | None) -> OpenClipSettings:
+        oc = dict(oc or {})
+        unknown = sorted(set(oc) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"filter.modality.openclip: unknown keys {unknown}")
+        raw_prompts = oc.get("prompts") or {}
+        if not isinstance(raw_prompts, Mapping):
+            raise ValueError("filter.modality.openclip.prompts must map each class to a list of prompts")
+        prompts = []
+        for name, texts in raw_prompts.items():
+            items = [texts] if isinstance(texts, str) else list(texts or [])
+            if not items or not all(isinstance(t, str) and t.strip() for t in items):
+                raise ValueError(
+                    f"filter.modality.openclip.prompts.{name}: give at least one non-empty prompt (a list of strings)"
+                )
+            prompts.append((str(name), tuple(items)))
+        classes = oc.get("classes")
+        return cls(
+            model=str(oc.get("model") or DEFAULT_OPENCLIP_MODEL),
+            pretrained=str(oc["pretrained"]) if oc.get("pretrained") else None,
+            checkpoint=str(oc["checkpoint"]) if oc.get("checkpoint") else None,
+            prompts=tuple(prompts),
+            classes=tuple(str(c) for c in classes) if classes else None,
+            device=str(oc.get("device") or "cpu"),
+            seed=int(oc.get("seed", 0) or 0),
+        )
 
 
 @dataclass(frozen=True)
 class ModalitySettings:
     enabled: bool = True
+    backend: str = "timm"  # timm (the trained classifier, `checkpoint`) | openclip (zero-shot, `openclip`)
     checkpoint: str = "shipped"
     keep: tuple[str, ...] = DEFAULT_KEEP
     drop: tuple[str, ...] = DEFAULT_DROP
     min_score: float = 0.0
     batch_size: int = 64
     threads: int = 1
+    openclip: OpenClipSettings = field(default_factory=OpenClipSettings)
 
 
 @dataclass(frozen=True)
@@ -93,6 +148,9 @@ class FilterSettings:
             licenses = frozenset(x for x in (L.normalise(v) for v in items) if x)
         m = dict(f.get("modality") or {})
         d = dict(f.get("dedup") or {})
+        backend = str(m.get("backend") or "timm")
+        if backend not in BACKENDS:
+            raise ValueError(f"filter.modality.backend must be one of {list(BACKENDS)}, not {backend!r}")
         scope = str(d.get("scope", "corpus"))
         if scope not in {"corpus", "chunk"}:
             raise ValueError(f"filter.dedup.scope must be 'corpus' or 'chunk', not {scope!r}")
@@ -105,12 +163,14 @@ class FilterSettings:
             min_alpha_fraction=float(f.get("min_alpha_fraction", 0.5)),
             modality=ModalitySettings(
                 enabled=bool(m.get("enabled", True)),
+                backend=backend,
                 checkpoint=str(m.get("checkpoint") or "shipped"),
                 keep=tuple(m.get("keep", DEFAULT_KEEP) or ()),
                 drop=tuple(m.get("drop", DEFAULT_DROP) or ()),
                 min_score=float(m.get("min_score", 0.0)),
                 batch_size=int(m.get("batch_size", 64)),
                 threads=int(m.get("threads", 1)),
+                openclip=OpenClipSettings.from_mapping(m.get("openclip")),
             ),
             dedup=DedupSettings(
                 enabled=bool(d.get("enabled", True)),

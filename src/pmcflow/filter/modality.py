@@ -2,17 +2,27 @@
 
 The classifier is a timm backbone built from config (``mobilenetv3_small_050`` by default,
 ``pretrained=False``: nothing is downloaded) with one output per modality class.  It is trained
-from scratch on labelled single-panel images -- the same sources the synthetic stage composes
-into compound figures: :func:`pmcflow.synth.sources.builtin_pool` for the demo, or
-``filter.modality.train.sources`` (``{modality: [directory | .parquet, ...]}``, read with
-:func:`pmcflow.synth.sources.pool_from_config`) in production (ROCO, SICAP, HAM10000, ...).
+from scratch on labelled single-panel images.  By default (``filter.modality.train.sources``
+empty) these are the image registry's (:mod:`pmcflow.imageregistry`) ``classifier_train``
+entries, held out its ``classifier_test`` entries -- never the ``render_source`` images the
+synthetic figures are made of -- with the classes histopathology, microscopy, radiology, retina,
+``other`` (photographs, diagrams, chemical structures, text, textures: what a medical filter must
+drop) and ``plot`` (the plot panels :func:`pmcflow.synth.sources.builtin_pool` renders from real
+data, split by plot kind).  In production ``filter.modality.train.sources`` (``{modality:
+[directory | .parquet, ...]}``, read with :func:`pmcflow.synth.sources.pool_from_config`; ROCO,
+SICAP, HAM10000, ...) gives the classes and images, split by source image.
 
 Training examples are random crops of the source images with the degradations panels suffer in
 compound figures (rescaling, JPEG recompression, white margins, a printed panel letter, grey
 conversion, contrast changes).  The held-out set is split **by source image**: crops of one source
 never appear on both sides.  A class with a single source image cannot be split that way; its
-image is split spatially instead (the left 70 % for training, the right 30 % held out), and the
-metrics say so (``split`` per class).
+image is split spatially instead (the left 70 % for training, the right 30 % held out: registry
+regions, or ``spatial`` for a ``sources`` pool), and the metrics say so (``split`` per class).
+
+:func:`load_backend` returns what the filter stage classifies with: this trained classifier
+(``filter.modality.backend: timm``) or the zero-shot open_clip one (``openclip``,
+:mod:`pmcflow.filter.zeroshot`); both give ``(label, score)`` per crop and a ``name`` recorded as
+``modality_backend``.
 
 Everything is deterministic: every random choice derives from ``(seed, "filter.modality", item)``
 (:func:`pmcflow.seeding.rng_for`), the data order from a seeded ``torch.Generator``, and
@@ -31,7 +41,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -40,6 +50,10 @@ from PIL import Image, ImageDraw, ImageFont
 from pmcflow import tables as T
 from pmcflow.seeding import rng_for
 from pmcflow.synth.sources import SourcePool, SourceRef, builtin_pool, pool_from_config
+
+if TYPE_CHECKING:
+    from pmcflow.filter.checks import ModalitySettings
+    from pmcflow.filter.zeroshot import ZeroShotClassifier
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +83,9 @@ class TrainSettings:
     label_smoothing: float = 0.05
     threads: int = 1
     seed: int | None = None  # None -> the global config seed
-    sources: dict[str, list[str]] = field(default_factory=dict)  # empty -> builtin pool
+    sources: dict[str, list[str]] = field(default_factory=dict)  # empty -> the image registry
     include_plots: bool = True
+    registry: str | None = None  # an image registry file; None -> pmcflow/data/images/registry.yaml
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> TrainSettings:
@@ -195,6 +210,38 @@ def predict_modality(
     return out
 
 
+@dataclass
+class TimmBackend:
+    """The trained classifier as a filter backend."""
+
+    model: ModalityModel
+
+    @property
+    def name(self) -> str:
+        """``timm:<backbone>@<file name>#<first 12 hex digits of its sha256>``."""
+        return f"timm:{self.model.name}#{self.model.sha256[:12]}"
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self.model.classes)
+
+    def predict(
+        self, inputs: Sequence[str | os.PathLike[str] | Image.Image], batch_size: int = 64
+    ) -> list[tuple[str, float]]:
+        return predict_modality(inputs, self.model, batch_size=batch_size)
+
+
+def load_backend(settings: ModalitySettings) -> TimmBackend | ZeroShotClassifier:
+    """The classifier ``filter.modality`` configures: ``timm`` (``checkpoint``) or ``openclip``."""
+    if settings.backend == "openclip":
+        from pmcflow.filter.zeroshot import load_zeroshot
+
+        return load_zeroshot(settings.openclip)
+    if settings.backend != "timm":
+        raise ValueError(f"filter.modality.backend must be 'timm' or 'openclip', not {settings.backend!r}")
+    return TimmBackend(load_modality_model(settings.checkpoint))
+
+
 # ----------------------------------------------------------------------------------------------
 # training data: crops of source images, split by source
 # ----------------------------------------------------------------------------------------------
@@ -208,6 +255,11 @@ class SourceSplit:
     train: tuple[SourceRef, ...]
     heldout: tuple[SourceRef, ...]
     spatial: bool  # one source only: x in [0, 0.7) trains, [0.7, 1] is held out
+    mode: str = ""  # for the metrics; "" -> "spatial" / "by-source"
+
+    @property
+    def mode_name(self) -> str:
+        return self.mode or ("spatial" if self.spatial else "by-source")
 
 
 SPATIAL_CUT = 0.7
@@ -312,6 +364,8 @@ def make_crops(
     side = "heldout" if heldout else "train"
     for ci, sp in enumerate(splits):
         refs = sp.heldout if heldout else sp.train
+        if not refs:  # a class without held-out images: no crops on that side
+            continue
         x_range = ((SPATIAL_CUT, 1.0) if heldout else (0.0, SPATIAL_CUT)) if sp.spatial else (0.0, 1.0)
         for k in range(per_class):
             ref = refs[k % len(refs)]
@@ -333,7 +387,11 @@ def _normalise(x: torch.Tensor) -> torch.Tensor:
 
 @torch.inference_mode()
 def _evaluate(
-    model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, classes: Sequence[str]
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    classes: Sequence[str],
+    sources: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     model.eval()
     preds = []
@@ -347,19 +405,74 @@ def _evaluate(
         c: (float(conf[i, i] / conf[i].sum()) if conf[i].sum() else None) for i, c in enumerate(classes)
     }
     valid = [v for v in per_class.values() if v is not None]
-    return {
+    out: dict[str, Any] = {
         "accuracy": float(np.trace(conf) / max(1, conf.sum())),
         "macro_accuracy": float(np.mean(valid)) if valid else None,
         "per_class": per_class,
         "confusion": {"classes": list(classes), "matrix": conf.tolist()},
         "n": int(conf.sum()),
+        "chance": 1.0 / len(classes) if classes else None,
     }
+    if sources is not None:  # accuracy over the crops of each held-out image
+        hits: dict[str, list[int]] = {}
+        for sid, t, p in zip(sources, y.tolist(), pred.tolist(), strict=True):
+            hits.setdefault(sid, []).append(int(t == p))
+        out["per_source"] = {sid: round(float(np.mean(h)), 4) for sid, h in sorted(hits.items())}
+    return out
 
 
-def _pool_for(settings: TrainSettings) -> SourcePool:
+def crop_sources(splits: Sequence[SourceSplit], *, heldout: bool, per_class: int) -> list[str]:
+    """The source id of each crop :func:`make_crops` makes, in its order."""
+    out: list[str] = []
+    for sp in splits:
+        refs = sp.heldout if heldout else sp.train
+        if refs:
+            out += [refs[k % len(refs)].source_id for k in range(per_class)]
+    return out
+
+
+def registry_splits(settings: TrainSettings, seed: int) -> tuple[SourcePool, list[SourceSplit]]:
+    """The default training data: the registry's ``classifier_train`` / ``classifier_test``
+    entries by class, plus (``include_plots``) the builtin pool's plot panels split by kind."""
+    from pmcflow.imageregistry import CLASSIFIER_ROLES, load_registry, source_refs
+
+    reg = load_registry(settings.registry)
+    entries = reg.by_role(*CLASSIFIER_ROLES)
+    refs, unavailable = source_refs(entries)
+    plot_refs: list[SourceRef] = []
+    if settings.include_plots:  # the plots builtin_pool renders from real data (plot:<kind>) only
+        plot_refs = [r for r in builtin_pool(max_side=512).refs.get("plot", []) if r.source_id.startswith("plot:")]
+        if plot_refs:
+            refs.setdefault("plot", []).extend(plot_refs)
+    pool = SourcePool(refs, max_side=512)
+    pool.unavailable = unavailable
+    role = {e.id: e.role for e in entries}
+    groups: dict[str, dict[str, set[str]]] = {}
+    for e in entries:
+        groups.setdefault(e.cls, {}).setdefault(e.role, set()).add(e.group)
+    splits: list[SourceSplit] = []
+    for m in pool.modalities:
+        usable = [r for r in pool.refs[m] if pool.load(r) is not None]
+        if m == "plot" and plot_refs:
+            plots = SourcePool({"plot": [r for r in usable if r.source_id not in role]}, max_side=512)
+            for sp in split_sources(plots, settings.holdout_fraction, seed):
+                splits.append(SourceSplit(sp.modality, sp.train, sp.heldout, sp.spatial, mode="plot kinds, by source"))
+            continue
+        train = tuple(r for r in usable if role.get(r.source_id) == "classifier_train")
+        held = tuple(r for r in usable if role.get(r.source_id) == "classifier_test")
+        if not train:
+            continue
+        shared = groups[m].get("classifier_train", set()) & groups[m].get("classifier_test", set())
+        mode = "registry, disjoint regions of one image" if shared else "registry, by image"
+        splits.append(SourceSplit(m, train, held, spatial=False, mode=mode))
+    return pool, splits
+
+
+def _pool_and_splits(settings: TrainSettings, seed: int) -> tuple[SourcePool, list[SourceSplit]]:
     if settings.sources:
-        return pool_from_config(settings.sources, max_side=512)
-    return builtin_pool(max_side=512, include_plots=settings.include_plots)
+        pool = pool_from_config(settings.sources, max_side=512)
+        return pool, split_sources(pool, settings.holdout_fraction, seed)
+    return registry_splits(settings, seed)
 
 
 def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -375,8 +488,7 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
     torch.manual_seed(seed)
     t0 = time.perf_counter()
 
-    pool = _pool_for(settings)
-    splits = split_sources(pool, settings.holdout_fraction, seed)
+    pool, splits = _pool_and_splits(settings, seed)
     if len(splits) < 2:
         raise ValueError(
             f"need at least two modality classes with usable sources, have {[s.modality for s in splits]}"
@@ -432,7 +544,9 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
     t_train = time.perf_counter() - t1
 
     model.eval()
-    heldout = _evaluate(model, x_ev, y_ev, classes)
+    ev_sources = crop_sources(splits, heldout=True, per_class=settings.eval_crops_per_class)
+    heldout = _evaluate(model, x_ev, y_ev, classes, ev_sources)
+    heldout["images_per_class"] = {s.modality: len(s.heldout) for s in splits}
     train_eval = _evaluate(model, x_tr[: min(len(x_tr), 2000)], y_tr[: min(len(x_tr), 2000)], classes)
 
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -458,13 +572,15 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
         "train_subset": {"accuracy": train_eval["accuracy"], "n": train_eval["n"]},
         "split": {
             s.modality: {
-                "mode": "spatial" if s.spatial else "by-source",
+                "mode": s.mode_name,
                 "train": [r.source_id for r in s.train],
                 "heldout": [r.source_id for r in s.heldout],
             }
             for s in splits
         },
+        "training_data": _training_data_record(settings),
         "rejected_sources": pool.rejection_rows(),
+        "unavailable_sources": list(pool.unavailable),
         "history": history,
         "n_train": len(x_tr),
         "n_heldout": len(x_ev),
@@ -475,6 +591,20 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
     }
     T.write_json(out / "metrics.json", metrics)
     return metrics
+
+
+def _training_data_record(settings: TrainSettings) -> dict[str, Any]:
+    if settings.sources:
+        return {"kind": "sources", "sources": dict(settings.sources)}
+    from pmcflow.imageregistry import REGISTRY_PATH, load_registry
+
+    reg = load_registry(settings.registry)
+    path = Path(reg.origin)
+    try:
+        shown = path.relative_to(REGISTRY_PATH.parents[3]).as_posix()  # pmcflow/data/images/registry.yaml
+    except ValueError:
+        shown = str(path)
+    return {"kind": "registry", "registry": shown, "registry_sha256": reg.sha256, "plots": settings.include_plots}
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
@@ -496,7 +626,9 @@ def cli(argv: Sequence[str] | None = None) -> int:
             {
                 "classes": metrics["classes"],
                 "heldout": metrics["heldout"]["per_class"],
+                "heldout_images": metrics["heldout"]["images_per_class"],
                 "accuracy": metrics["heldout"]["accuracy"],
+                "chance": metrics["heldout"]["chance"],
                 "seconds": metrics["seconds"],
             },
             indent=2,

@@ -5,7 +5,8 @@ Three steps, so near-duplicates are found across the whole corpus, not only insi
 1. :func:`phash_chunk` (per chunk) runs checks 1-6 of :mod:`pmcflow.filter.checks` on every
    ENRICHED row -- decoding each crop once, classifying its modality, computing its pHash -- and
    writes ``phash.parquet`` (:data:`pmcflow.schema.PHASHES`): one row per subfigure with its hash, modality,
-   score and the first failing reason (null when the row passed).
+   score, the classifier that gave them (``modality_backend``) and the first failing reason (null
+   when the row passed).
 2. :func:`find_duplicates` (global) reads every chunk's ``phash.parquet`` and clusters the rows
    that passed (:func:`pmcflow.filter.phash.cluster_duplicates`), writing ``duplicates.parquet``
    (:data:`pmcflow.schema.DUPLICATES`): every member of a near-duplicate cluster except its representative (the
@@ -53,6 +54,7 @@ class RowVerdict:
     phash: str | None = None
     modality: str | None = None
     modality_score: float | None = None
+    modality_backend: str | None = None  # which classifier said so (timm:<model> | openclip:<model>)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -82,13 +84,13 @@ def evaluate_rows(
         if settings.modality.enabled:  # the model is loaded (once, cached) only when needed
             import torch
 
-            from pmcflow.filter.modality import load_modality_model, predict_modality
+            from pmcflow.filter.modality import load_backend
 
             torch.set_num_threads(max(1, settings.modality.threads))
-            model = load_modality_model(settings.modality.checkpoint)
-            preds = predict_modality([im for _, im in batch], model, batch_size=len(batch))
+            backend = load_backend(settings.modality)
+            preds = backend.predict([im for _, im in batch], batch_size=len(batch))
             for (v, _), (label, score) in zip(batch, preds, strict=True):
-                v.modality, v.modality_score = label, float(score)
+                v.modality, v.modality_score, v.modality_backend = label, float(score), backend.name
                 bad = C.check_modality(label, float(score), settings)
                 if bad:
                     v.reason, v.detail = bad
@@ -136,6 +138,7 @@ def _verdict_rows(chunk: str, verdicts: Iterable[RowVerdict]) -> list[dict[str, 
             "phash": v.phash,
             "modality": v.modality,
             "modality_score": v.modality_score,
+            "modality_backend": v.modality_backend,
             "reason": v.reason,
             "detail": v.detail or None,
         }
@@ -237,6 +240,7 @@ def _load_verdicts(phash_path: str | os.PathLike[str], uids: set[str]) -> dict[s
             phash=r.get("phash"),
             modality=r.get("modality"),
             modality_score=r.get("modality_score"),
+            modality_backend=r.get("modality_backend"),
         )
         for r in rows
     }
@@ -299,10 +303,19 @@ def filter_chunk(
         if reason is not None:
             if v.modality is not None and "modality=" not in detail:
                 detail = f"{detail}; modality={v.modality} score={v.modality_score:.3f}"
+            if v.modality_backend and "backend=" not in detail:
+                detail = f"{detail} backend={v.modality_backend}"
             rejections.add(uid, reason, detail, pmcid=row.get("pmcid"))
             continue
         out_row = dict(row)
-        out_row.update({"modality": v.modality, "modality_score": v.modality_score, "phash": v.phash})
+        out_row.update(
+            {
+                "modality": v.modality,
+                "modality_score": v.modality_score,
+                "modality_backend": v.modality_backend,
+                "phash": v.phash,
+            }
+        )
         kept.append(out_row)
         kept_modality[f"kept_modality.{v.modality or 'unclassified'}"] += 1
 

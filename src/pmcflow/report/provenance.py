@@ -255,6 +255,13 @@ def modality_record(res: Results) -> tuple[Provenance, dict[str, Any] | None]:
     The filter's outputs do not name the checkpoint, so it comes from the config when the report was
     given one, else from the default (``shipped``), and the label says which.
     """
+    mod = ((res.config or {}).get("filter") or {}).get("modality") or {}
+    if mod.get("backend") == "openclip":  # zero-shot: no training record
+        oc = mod.get("openclip") or {}
+        detail = "zero-shot open_clip backend scoring class prompts (filter.modality.backend: openclip)"
+        if oc.get("checkpoint"):
+            detail += f"; checkpoint {oc['checkpoint']}"
+        return Provenance(CONFIGURED, str(oc.get("model") or "open_clip model"), detail), None
     ckpt, how = modality_checkpoint(res)
     if ckpt in ("", "shipped", "default"):
         folder = SHIPPED_MODALITY

@@ -24,7 +24,13 @@ from pmcflow.synth.sources import SourcePool
 
 MIXED = "mixed"
 MAX_SOURCE_LEVEL = 3
-NO_FLIP_MODALITIES = frozenset({"plot"})
+# Plot-like panels (charts, blots, gels, multi-part chart panels) are shown whole: the source is
+# scaled into its slot with its aspect kept (up to ``FigureParams.max_plot_stretch``), never
+# cropped, flipped, rotated, colour-jittered or given an inset, so the panel box holds the axis
+# titles, tick labels and legends; an inside label gets a band above or a gutter left of the
+# chart, inside the box (a panel includes its letter).
+PLOT_LIKE_MODALITIES = frozenset({"plot", "blot"})
+NO_FLIP_MODALITIES = PLOT_LIKE_MODALITIES
 
 
 @dataclass
@@ -55,6 +61,10 @@ class PanelSpec:
     label: LabelSpec | None
     inset: dict[str, Any] | None = None  # zoomed inset: {"x","y","w","h","crop","border"}
     source_level: int = 0  # crop is in the coordinates of the source reduced by 2**source_level
+    # plot-like panels: the crop is drawn into this box (dx, dy, w, h, relative to the panel),
+    # the rest of the panel (the label band) is filled with ``fill``
+    content: tuple[int, int, int, int] | None = None
+    fill: tuple[int, int, int] | None = None
 
     def to_record(self) -> dict[str, Any]:
         lab = self.label
@@ -68,6 +78,8 @@ class PanelSpec:
             "jitter": None if self.jitter is None else list(self.jitter),
             "border": None if self.border is None else [self.border[0], list(self.border[1])],
             "inset": self.inset,
+            "content": None if self.content is None else list(self.content),
+            "fill": None if self.fill is None else list(self.fill),
             "label": None
             if lab is None
             else {
@@ -120,6 +132,7 @@ class FigureParams:
     rotate_rate: float = 0.1
     inset_rate: float = 0.35  # share of panels with an inset in an "inset" layout
     min_crop: float = 0.55  # smallest crop side as a fraction of the largest same-aspect crop
+    max_plot_stretch: float = 1.08  # a plot-like source may be stretched this much along one axis
     backgrounds: tuple[tuple[tuple[int, int, int], float], ...] = (
         ((255, 255, 255), 0.80),
         ((0, 0, 0), 0.12),
@@ -227,6 +240,8 @@ def sample_figure(
         raise ValueError("the source pool is empty")
     fig_modality = modality or _choice(rng, [*modalities, MIXED] if len(modalities) > 1 else modalities)
     bg = _choice_weighted(rng, params.backgrounds)
+    if fig_modality in PLOT_LIKE_MODALITIES:
+        bg = (255, 255, 255)  # chart figures are printed on white
     if labels is not None and n_panels is None:
         n_panels = max(1, len(labels))
     # labels=[] forces an unlabelled figure (a single-panel figure whose caption names no panel)
@@ -247,29 +262,69 @@ def sample_figure(
 
     panels: list[PanelSpec] = []
     images: list[Image.Image] = []
+    used: set[str] = set()
     for k, slot in enumerate(layout.slots):
         m = _choice(rng, modalities) if fig_modality == MIXED else fig_modality
         ref, src = pool.pick(m, rng)
+        if m in PLOT_LIKE_MODALITIES:  # a chart is shown whole: never twice in one figure
+            for _ in range(3):
+                if ref.source_id not in used:
+                    break
+                ref, src = pool.pick(m, rng)
+            used.add(ref.source_id)
+        text, psize = None, 0
+        if placement is not None:
+            text = labels[k] if labels is not None and k < len(labels) else L.label_text(
+                grammar or "upper", k, slot.group, slot.index_in_group
+            )
+            psize = max(8, min(size, int(min(slot.w, slot.h) * 0.4)))
+        with_box = with_box_fig and placement is not None and placement.startswith("inside")
+        if m in PLOT_LIKE_MODALITIES:
+            # shown whole: no crop, flip, rotation, jitter or inset; an inside label sits in a
+            # band above or a gutter left of the chart (inside the panel box)
+            box_place = placement
+            pads = (0, 0, 0)  # label room (top, left, right) inside the panel box
+            if text is not None and placement is not None and placement.startswith("inside"):
+                _, _, tw, th = _text_size(font_name, psize, text)
+                extra = 2 * (max(1, psize // 6) if with_box else 0) + 2 * max(1, min(slot.w, slot.h) // 40) + 1
+                box_place = "inside_tl"  # a chart's letter sits at its top left, as in papers
+                options = [(th + extra, 0, 0), (0, tw + extra, 0)]
+                # the band above or the gutter beside the chart, whichever leaves the larger chart
+                best = max(
+                    (o for o in options if o[0] <= 0.35 * slot.h and o[1] + o[2] <= 0.35 * slot.w),
+                    key=lambda o: _plot_area(src.width, src.height, slot.box, o, params.max_plot_stretch),
+                    default=None,
+                )
+                if best is None:
+                    box_place = placement  # a tiny slot: the label goes over the chart
+                else:
+                    pads = best
+            (px, py, pw, ph), content = _fit_plot(src.width, src.height, slot.box, pads, layout.align, params.max_plot_stretch)
+            crop = (0.0, 0.0, float(src.width), float(src.height))
+            fill = tuple(int(v) for v in src.getpixel((0, 0)))
+            level = 0
+            scale = src.width / max(1, content[2])
+            while level < MAX_SOURCE_LEVEL and scale >= 2 ** (level + 1):
+                level += 1
+            if level:
+                src = pool.level(ref, level)
+                crop = (0.0, 0.0, float(src.width), float(src.height))
+            label = _label_spec(rng, text, box_place, (px, py, pw, ph), font_name, psize, with_box, (width, height), bg)
+            panels.append(
+                PanelSpec(px, py, pw, ph, m, ref.source_id, crop, None, None, border_fig, label, None, level, content, fill)
+            )
+            images.append(src)
+            continue
         aspect = slot.w / slot.h
         transpose = None
-        plot = m in NO_FLIP_MODALITIES
-        if not plot and rng.random() < params.rotate_rate:
+        if rng.random() < params.rotate_rate:
             transpose = int(_choice(rng, [Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270]))
-        elif not plot and rng.random() < params.flip_rate:
+        elif rng.random() < params.flip_rate:
             transpose = int(Image.Transpose.FLIP_LEFT_RIGHT)
         crop_aspect = 1 / aspect if transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270) else aspect
-        if plot:  # a chart is shown whole (squeezed to the panel), only its margins trimmed
-            t = [float(v) for v in rng.uniform(0.0, 0.04, size=4)]
-            crop = (
-                round(t[0] * src.width, 2),
-                round(t[1] * src.height, 2),
-                round(src.width * (1 - t[2]), 2),
-                round(src.height * (1 - t[3]), 2),
-            )
-        else:
-            crop = _crop_box(rng, src.width, src.height, crop_aspect, params.min_crop)
+        crop = _crop_box(rng, src.width, src.height, crop_aspect, params.min_crop)
         jitter = None
-        if not plot and rng.random() < params.jitter_rate:
+        if rng.random() < params.jitter_rate:
             jitter = (round(float(rng.uniform(-25, 25)), 2), round(float(rng.uniform(0.8, 1.25)), 3))
         inset = None
         if layout.kind == "inset" and rng.random() < params.inset_rate and min(slot.w, slot.h) >= 60:
@@ -300,27 +355,7 @@ def sample_figure(
             src = pool.level(ref, level)
             f = float(2**level)
             crop = (round(crop[0] / f, 2), round(crop[1] / f, 2), round(crop[2] / f, 2), round(crop[3] / f, 2))
-        label = None
-        if placement is not None:
-            text = labels[k] if labels is not None and k < len(labels) else L.label_text(
-                grammar or "upper", k, slot.group, slot.index_in_group
-            )
-            psize = max(8, min(size, int(min(slot.w, slot.h) * 0.4)))
-            with_box = with_box_fig and placement.startswith("inside")
-            tx, ty, bbox, box = _place_label(
-                text, placement, slot.box, font_name, psize, with_box, (width, height)
-            )
-            if placement.startswith("outside"):
-                color, box_color = _contrast(bg), None
-            elif with_box:
-                box_color = (255, 255, 255) if rng.random() < 0.7 else (0, 0, 0)
-                color = _contrast(box_color)
-            else:
-                box_color = None
-                color = None  # decided from the pixels under the label at compose time
-            label = LabelSpec(text, tx, ty, font_name, psize, color or (0, 0, 0), box, box_color, bbox)
-            if color is None:
-                label.color = (-1, -1, -1)  # auto
+        label = _label_spec(rng, text, placement, slot.box, font_name, psize, with_box, (width, height), bg)
         panels.append(
             PanelSpec(slot.x, slot.y, slot.w, slot.h, m, ref.source_id, crop, transpose, jitter, border_fig, label, inset, level)
         )
@@ -337,6 +372,73 @@ def sample_figure(
         panels=panels,
     )
     return spec, images
+
+
+def _fit_plot(
+    src_w: int,
+    src_h: int,
+    slot: tuple[int, int, int, int],
+    pads: tuple[int, int, int],
+    align: str,
+    max_stretch: float,
+) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
+    """The panel box of a whole chart in ``slot`` and where the chart goes inside it (dx, dy, w, h).
+
+    The chart keeps its aspect (stretched at most ``max_stretch`` towards the slot's); ``pads``
+    (top, left, right) is room for the panel's label inside the box.
+    """
+    x, y, w, h = slot
+    top, left, right = pads
+    aw, ah = max(1, w - left - right), max(1, h - top)
+    a_src = src_w / src_h
+    a_slot = aw / ah
+    a = min(max(a_slot, a_src / max_stretch), a_src * max_stretch)
+    if a_slot > a:
+        ch = ah
+        cw = max(1, min(aw, int(round(ch * a))))
+    else:
+        cw = aw
+        ch = max(1, min(ah, int(round(cw / a))))
+    pw, ph = cw + left + right, ch + top
+    if align == "center":
+        px, py = x + (w - pw) // 2, y + (h - ph) // 2
+    else:
+        px, py = x, y
+    return (px, py, pw, ph), (left, top, cw, ch)
+
+
+def _plot_area(src_w: int, src_h: int, slot: tuple[int, int, int, int], pads: tuple[int, int, int], max_stretch: float) -> int:
+    _, (_, _, cw, ch) = _fit_plot(src_w, src_h, slot, pads, "start", max_stretch)
+    return cw * ch
+
+
+def _label_spec(
+    rng: np.random.Generator,
+    text: str | None,
+    placement: str | None,
+    box: tuple[int, int, int, int],
+    font_name: str,
+    psize: int,
+    with_box: bool,
+    canvas: tuple[int, int],
+    bg: tuple[int, int, int],
+) -> LabelSpec | None:
+    """The label of a panel whose box is ``box`` (None for an unlabelled figure)."""
+    if text is None or placement is None:
+        return None
+    tx, ty, bbox, lbox = _place_label(text, placement, box, font_name, psize, with_box, canvas)
+    if placement.startswith("outside"):
+        color, box_color = _contrast(bg), None
+    elif with_box:
+        box_color = (255, 255, 255) if rng.random() < 0.7 else (0, 0, 0)
+        color = _contrast(box_color)
+    else:
+        box_color = None
+        color = None  # decided from the pixels under the label at compose time
+    label = LabelSpec(text, tx, ty, font_name, psize, color or (0, 0, 0), lbox, box_color, bbox)
+    if color is None:
+        label.color = (-1, -1, -1)  # auto
+    return label
 
 
 def _choice_weighted(rng: np.random.Generator, items: Sequence[tuple[Any, float]]) -> Any:
@@ -366,7 +468,12 @@ def compose(spec: FigureSpec, panels: Sequence[Image.Image]) -> tuple[Image.Imag
     draw = ImageDraw.Draw(canvas)
     anns: list[dict[str, Any]] = []
     for p, src in zip(spec.panels, panels, strict=True):
-        tile = _render_panel(src, p.w, p.h, p.crop, p.transpose)
+        if p.content is not None:
+            dx, dy, cw, ch = p.content
+            tile = Image.new("RGB", (p.w, p.h), tuple(p.fill or (255, 255, 255)))
+            tile.paste(_render_panel(src, cw, ch, p.crop, None), (dx, dy))
+        else:
+            tile = _render_panel(src, p.w, p.h, p.crop, p.transpose)
         if p.jitter is not None:
             tile = Image.fromarray(_jitter_lut(*p.jitter)[np.asarray(tile)], "RGB")
         canvas.paste(tile, (p.x, p.y))

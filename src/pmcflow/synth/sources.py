@@ -2,7 +2,8 @@
 
 Two kinds of pool:
 
-* :func:`builtin_pool` discovers real biomedical images shipped *inside installed packages*
+* :func:`builtin_pool` takes the real biomedical images that the image registry
+  (:mod:`pmcflow.imageregistry`, role ``render_source``) lists *inside installed packages*
   (scikit-image data files, pydicom/nibabel test volumes, matplotlib's MRI sample), the four
   public-domain NCI micrographs copied into ``pmcflow/data/panels`` and plots rendered with
   matplotlib from real data (scikit-learn's breast-cancer and diabetes tables, matplotlib's EEG and
@@ -837,6 +838,15 @@ def _plot_loader(kind: str, data_dirs: Mapping[str, Path]) -> Loader:
     return lambda: render_plot(kind, data_dirs)
 
 
+def _chart_loader(kind: str, k: int, data_dirs: Mapping[str, Path]) -> Loader:
+    def load() -> Image.Image:
+        from pmcflow.synth.charts import render_chart
+
+        return render_chart(kind, k, data_dirs)
+
+    return load
+
+
 PLOT_KINDS = (
     "bc_hist_radius",
     "bc_scatter_texture",
@@ -851,10 +861,20 @@ PLOT_KINDS = (
 )
 
 
-def builtin_pool(*, max_side: int = 1024, cache_size: int = 512, include_plots: bool = True) -> SourcePool:
-    """Real single-panel images from installed packages and ``pmcflow/data/panels``."""
-    refs: dict[str, list[SourceRef]] = {}
-    unavailable: list[str] = []
+def builtin_pool(
+    *, max_side: int = 1024, cache_size: int = 512, include_plots: bool = True, include_charts: bool = True
+) -> SourcePool:
+    """Real single-panel images: the registry's ``render_source`` entries + plots of real data.
+
+    The image entries come from :mod:`pmcflow.imageregistry` (``pmcflow/data/images/registry.yaml``,
+    role ``render_source``): scikit-image data files, pydicom/nibabel test volumes, matplotlib's MRI
+    sample and the NCI micrographs in ``pmcflow/data/panels``.  An entry whose package or file is
+    not installed is listed in :attr:`SourcePool.unavailable`.
+    """
+    from pmcflow.imageregistry import load_registry, source_refs
+
+    refs: dict[str, list[SourceRef]]
+    refs, unavailable = source_refs(load_registry().by_role("render_source"))
 
     def add(modality: str, sid: str, origin: str, loader: Loader, path: Path | None = None) -> None:
         if path is not None and not path.exists():
@@ -862,51 +882,13 @@ def builtin_pool(*, max_side: int = 1024, cache_size: int = 512, include_plots: 
             return
         refs.setdefault(modality, []).append(SourceRef(sid, modality, origin, loader))
 
-    sk = _package_dir("skimage")
-    if sk is not None:
-        d = sk / "data"
-        for name, modality in (
-            ("cell.png", "microscopy"),
-            ("ihc.png", "histopathology"),
-            ("retina.jpg", "retina"),
-            ("microaneurysms.png", "retina"),
-            ("phantom.png", "radiology"),
-        ):
-            add(modality, f"skimage:{name}", f"scikit-image data/{name}", _file_loader(d / name, DEFAULT_MAX_PIXELS), d / name)
-    else:
-        unavailable.append("scikit-image not installed")
-
-    pdcm = _package_dir("pydicom")
-    if pdcm is not None:
-        d = pdcm / "data" / "test_files"
-        for name in ("CT_small.dcm", "MR_small.dcm"):
-            add("radiology", f"pydicom:{name}", f"pydicom data/test_files/{name}", _dicom_loader(d / name), d / name)
-    else:
-        unavailable.append("pydicom not installed")
-
-    nib = _package_dir("nibabel")
-    if nib is not None:
-        d = nib / "tests" / "data"
-        for name in ("anatomical.nii", "example4d.nii.gz"):
-            for axis in (0, 1, 2):
-                for frac in (0.4, 0.55):
-                    sid = f"nibabel:{name}[axis{axis},{frac}]"
-                    add("radiology", sid, f"nibabel tests/data/{name}", _nifti_slice_loader(d / name, axis, frac), d / name)
-    else:
-        unavailable.append("nibabel not installed")
-
     mpl = _package_dir("matplotlib")
     data_dirs: dict[str, Path] = {}
     if mpl is not None:
-        sample = mpl / "mpl-data" / "sample_data"
-        data_dirs["mpl"] = sample
-        add("radiology", "matplotlib:s1045.ima.gz", "matplotlib sample_data/s1045.ima.gz", _mpl_mri_loader(sample / "s1045.ima.gz"), sample / "s1045.ima.gz")
+        data_dirs["mpl"] = mpl / "mpl-data" / "sample_data"
     skl = _package_dir("sklearn")
     if skl is not None:
         data_dirs["sklearn"] = skl / "datasets" / "data"
-
-    for p in sorted(PANELS_DIR.glob("*.jpg")):
-        add("microscopy", f"pmcflow:{p.name}", f"pmcflow data/panels/{p.name} (NCI Visuals Online, public domain)", _file_loader(p, DEFAULT_MAX_PIXELS), p)
 
     if include_plots and mpl is not None:
         for kind in PLOT_KINDS:
@@ -915,6 +897,14 @@ def builtin_pool(*, max_side: int = 1024, cache_size: int = 512, include_plots: 
                 unavailable.append(f"plot:{kind} (needs {needs})")
                 continue
             add("plot", f"plot:{kind}", f"matplotlib rendering of {kind}", _plot_loader(kind, data_dirs))
+        # biomedical chart, blot and gel panels (pmcflow.synth.charts), rendered on first use;
+        # include_charts=False gives the pool the committed demo corpus was built from
+        from pmcflow.synth import charts
+
+        for kind in charts.CHART_KINDS if include_charts else ():
+            for k in range(charts.VARIANTS):
+                origin = f"pmcflow.synth.charts {kind} variant {k} ({charts.ORIGINS[kind]})"
+                add("plot", f"chart:{kind}:{k}", origin, _chart_loader(kind, k, data_dirs))
 
     pool = SourcePool(refs, max_side=max_side, cache_size=cache_size)
     pool.unavailable = unavailable

@@ -173,6 +173,7 @@ def make_toy_dataset(
                     "summary_source": "extractive",
                     "modality": cls,
                     "modality_score": 0.99,
+                    "modality_backend": "timm:mobilenetv3_small_050@modality.pt#a8414f1f780b",
                 }
             )
             n += 1
