@@ -347,3 +347,34 @@ def test_rules_backend_records_why_it_fell_back_and_the_shared_text() -> None:
     ]
     assert (res[0].text, res[0].shared_text) == ("(B) Chart.", "Lead for all panels.")
     assert res[0].to_row()["shared_text"] == "Lead for all panels." and res[1].shared_text == ""
+
+
+# Labels placed after the phrases they describe, several per bracket: a letter no segment opens gets
+# the sentences that name it (issue 12), not the whole caption.
+ENUMERATED = (
+    "BMP signaling is epistatic to Toll signaling in Oncopeltus. Expression of twi (A, E, H, L), "
+    "sim (B, F, I, M), sog (C, G, J, N, P, R, T, V) in wt embryos (A–C, R, T, V), Toll1-RNAi "
+    "embryos (E–G, P), dl1-RNAi embryos (H–J) and Toll1-dpp-RNAi embryos (L–N) monitored by ISH. "
+    "The view is ventral (A–C, J, N). Scale bar, 100 µm."
+)
+
+
+def test_mention_sentences_are_the_sentences_naming_the_letter() -> None:
+    from pmcflow.enrich.rules import mention_sentences
+
+    first = ENUMERATED.split(". ")[1] + "."
+    assert mention_sentences(ENUMERATED, "e") == first  # in "(A, E, H, L)" and "(E–G, P)"
+    assert mention_sentences(ENUMERATED, "J") == first + " The view is ventral (A–C, J, N)."  # a range
+    assert mention_sentences(ENUMERATED, "z") == ""
+    assert mention_sentences("Mice (n = 5) were used. Scale bar (a) 1 mm.", "n") == ""  # not a label list
+
+
+def test_a_letter_named_only_in_lists_is_assigned_its_sentences() -> None:
+    from pmcflow.enrich.rules import Segment, assign_detailed
+
+    segments = [Segment([], "BMP signaling is epistatic to Toll signaling in Oncopeltus."), Segment(["d"], "x")]
+    got = assign_detailed(segments, ["e", "z"], caption=ENUMERATED)
+    assert got["e"].source == "rules" and got["e"].reason == "mention" and got["e"].labels == ["e"]
+    assert got["e"].text.startswith("Expression of twi") and got["e"].text in ENUMERATED
+    assert got["e"].shared_text == "BMP signaling is epistatic to Toll signaling in Oncopeltus."
+    assert got["z"].source == "fallback-full" and got["z"].reason == "label_not_found"

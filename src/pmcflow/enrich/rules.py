@@ -744,10 +744,47 @@ def assign_detailed(
                 seg = labelled[k]
         if seg is not None:
             out[letter] = Assignment(seg.text, "rules", None, list(seg.labels), lead)
+            continue
+        mentioned = mention_sentences(full, letter) if _is_letter(letter) else ""
+        if mentioned:  # named only inside label lists: "twi (A, E, H, L), sim (B, F, I, M) …"
+            out[letter] = Assignment(mentioned, "rules", "mention", [letter], lead)
         else:
             reason = "no_labels" if not labelled else "label_not_found"
             out[letter] = Assignment(full, "fallback-full", reason, [])
     return out
+
+
+def _sentence_end(text: str, pos: int) -> int:
+    """End (exclusive, after its punctuation) of the sentence containing ``pos``."""
+    i = pos
+    while i < len(text):
+        ch = text[i]
+        if ch in _SENTENCE_PUNCT and ch not in ":：":
+            return i + 1
+        if ch == "." and (i + 1 == len(text) or text[i + 1] == " ") and not is_abbreviation_stop(text, i):
+            return i + 1
+        i += 1
+    return len(text)
+
+
+def mention_sentences(caption: str, letter: str) -> str:
+    """The sentences of ``caption`` that name panel ``letter`` inside a bracketed label list
+    ("Expression of twi (A, E, H, L) …", "in dl1-RNAi embryos (H–J)"), verbatim and in caption
+    order, joined by a space; "" when none does.
+
+    For captions that place labels after the phrases they describe rather than opening a segment
+    with them: those sentences are what the caption says about the panel.
+    """
+    letter = letter.lower()
+    spans: list[tuple[int, int]] = []
+    for m in _RE_PAREN.finditer(caption):
+        readings = [labels for fam, _, labels in _expand(m.group(1)) if fam in ("upper", "lower")]
+        if not any(letter in labels for labels in readings):
+            continue
+        span = (_sentence_start(caption, m.start(), 0), _sentence_end(caption, m.end()))
+        if span not in spans:
+            spans.append(span)
+    return " ".join(caption[a:b].strip() for a, b in sorted(spans))
 
 
 def assign(
