@@ -355,3 +355,20 @@ def test_figures_without_usable_sources_are_counted_not_crashed(tmp_path):
     assert counts["in"] == 3 and counts["kept"] == 0 and counts["rejected"] == {"no_usable_source": 3}
     assert pq.read_table(tmp_path / "r/rejections.parquet").column("reason").to_pylist() == ["corrupt"]
     assert len(json.loads((tmp_path / "r/failures.json").read_text())) == 3
+
+
+def test_panel_counts_follow_real_figures_unless_asked_for_grids() -> None:
+    """Figures have 2-6 panels most of the time (real figures: 3.8 per figure in demo/real-figures),
+    some a single one; the old m x n grid draw (mean 9) stays available."""
+    from pmcflow.synth.layout import LayoutParams, sample_layout
+
+    rng = np.random.default_rng(5)
+    counts = np.array([len(sample_layout(rng, 640, 480).slots) for _ in range(600)])
+    assert 4.0 <= counts.mean() <= 5.6
+    assert 0.05 <= (counts == 1).mean() <= 0.16 and (counts <= 6).mean() >= 0.7 and counts.max() <= 25
+    grids = np.array(
+        [len(sample_layout(rng, 640, 480, params=LayoutParams(panel_count_weights=())).slots) for _ in range(600)]
+    )
+    assert grids.mean() > 7.5
+    # a forced count still wins (the demo corpus: one panel per caption letter)
+    assert len(sample_layout(rng, 640, 480, n_panels=7).slots) == 7

@@ -76,9 +76,21 @@ class Layout:
         }
 
 
+# Panels per figure (weights for 1, 2, 3, ...): real compound figures mostly have 2-6 panels (the
+# real-figure development set in demo/real-figures: 3.8 boxes per figure; 8 or more is rare), where
+# an m x n grid with m, n uniform in 1..5 averages 9. A single panel teaches the detector that a
+# whole chart is one box. Mean 4.8.
+PANEL_COUNT_WEIGHTS: tuple[float, ...] = (
+    0.10, 0.19, 0.14, 0.16, 0.08, 0.12, 0.03, 0.06, 0.04, 0.02, 0.01, 0.02, 0.0, 0.0, 0.01, 0.01, 0.0, 0.0, 0.0, 0.01,
+)
+
+
 @dataclass(frozen=True)
 class LayoutParams:
     max_grid: int = MAX_GRID
+    # panels per figure when the caller does not force a count; () = an m x n grid, m and n
+    # uniform in 1..max_grid (the renderer before PMC-like counts)
+    panel_count_weights: tuple[float, ...] = PANEL_COUNT_WEIGHTS
     special_rate: float = 0.10
     gap_scale_px: float = 50.0  # Beta(2,10) x this, at 512 px
     aspect_modes: tuple[tuple[str, float], ...] = (("figure", 0.5), ("row", 0.15), ("fill", 0.35))
@@ -138,6 +150,9 @@ def choose_structure(
     """Pick a layout kind and its per-row (or per-column) panel counts."""
     g = params.max_grid
     special = rng.random() < params.special_rate
+    if n_panels is None and params.panel_count_weights:
+        w = np.asarray(params.panel_count_weights, dtype=float)
+        n_panels = 1 + int(rng.choice(len(w), p=w / w.sum()))
     if n_panels is None:
         if special:
             kind = SPECIAL_KINDS[int(rng.integers(len(SPECIAL_KINDS)))]
