@@ -52,6 +52,7 @@ import numpy as np
 from PIL import Image
 
 from pmcflow.seeding import rng_for
+from pmcflow.synth.sources import PANELS_DIR, _package_dir  # the NCI micrographs; installed packages
 
 CHART_SEED = "pmcflow-charts"
 CHART_KINDS: tuple[str, ...] = (
@@ -253,22 +254,6 @@ IRIS_COLS = (
 # ----------------------------------------------------------------------------------------------
 # data (real tables shipped with installed packages; synthetic fallbacks keep renders possible)
 # ----------------------------------------------------------------------------------------------
-
-
-PANELS_DIR = Path(__file__).resolve().parent.parent / "data" / "panels"  # the NCI micrographs
-
-
-def _package_dir(name: str) -> Path | None:
-    """The directory of an installed package, without importing it."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def default_data_dirs() -> dict[str, Path]:
