@@ -220,3 +220,27 @@ def test_shipped_default_detector_finds_panels(tiny_sets: tuple[Path, Path]) -> 
     preds = det.predict([it.path for it in items])
     _check_boxes(preds, [it.path for it in items])
     assert sum(len(p) for p in preds) > 0
+
+
+def test_shipped_detector_numbers_are_what_it_does_on_the_real_figures() -> None:
+    """detector.json's real-figure metrics (README, model card) are re-measured here on
+    demo/real-figures; its sha256 and score threshold are the shipped file's."""
+    import hashlib
+
+    from pmcflow.detect.default import SHIPPED_DIR, checkpoint_threshold, shipped_model
+    from pmcflow.detect.stage import _score, section
+
+    backend, ckpt = shipped_model()
+    meta = json.loads((SHIPPED_DIR / "detector.json").read_text())
+    assert hashlib.sha256(ckpt.read_bytes()).hexdigest() == meta["sha256"]
+    assert checkpoint_threshold(backend, None) == meta["score_threshold"]
+    root = Path(__file__).resolve().parents[2] / "demo" / "real-figures"
+    gt = json.loads((root / "annotations.json").read_text())
+    metrics, errors = _score(
+        section({"detector": {}}), get_detector(backend, checkpoint=ckpt, device="cpu"), gt, str(root)
+    )
+    recorded = meta["real_figures_metrics"]["all"]
+    assert errors == 0 and recorded["n_boxes"] == len(gt["annotations"])
+    assert metrics["f1"] == pytest.approx(recorded["f1"], abs=0.01)
+    assert metrics["at_fixed"]["f1"] == pytest.approx(recorded["f1_at_0.2"], abs=0.01)
+    assert metrics["map50"] == pytest.approx(recorded["map50"], abs=0.01)
