@@ -96,14 +96,34 @@ def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
     so a stage never carries a second copy of a default that could disagree with the schema. An
     unknown key or a bad value raises :class:`ConfigError` naming its path (``shard.splits``).
     """
-    props = load_schema().get("properties") or {}
-    if name not in props:
-        raise ConfigError(f"no config section {name!r} in the schema")
-    out = _fill_defaults(copy.deepcopy(dict(cfg.get(name) or {})), props[name])
-    msgs = _schema_errors(props[name], out, prefix=(name,))
+    return subsection(cfg.get(name), name)
+
+
+def subsection(value: Mapping[str, Any] | None, *path: str) -> dict[str, Any]:
+    """The config object at key ``path`` (``("enrich", "subcaption")``) given as ``value``, with the
+    schema's defaults filled in and checked, as :func:`section` does for a top-level section."""
+    node: Mapping[str, Any] = load_schema()
+    for depth, key in enumerate(path):
+        props = node.get("properties") or {}
+        if key not in props:
+            raise ConfigError(f"no config section {'.'.join(path[: depth + 1])!r} in the schema")
+        node = props[key]
+    out = _fill_defaults(copy.deepcopy(dict(value or {})), node)
+    msgs = _schema_errors(node, out, prefix=tuple(path))
     if msgs:
         raise ConfigError("invalid configuration: " + "; ".join(msgs))
     return out
+
+
+def unset_defaults(*path: str) -> dict[str, Any]:
+    """``{key: x-default}`` of the object at key ``path``: the value a stage gives a key left unset
+    after its preset (``train``: the ``openpmc18m`` recipe) had its say. Written as ``x-default``
+    rather than ``default`` so that loading a config does not fill it in ahead of the preset."""
+    node: Mapping[str, Any] = load_schema()
+    for key in path:
+        node = (node.get("properties") or {})[key]
+    props = node.get("properties") or {}
+    return {key: copy.deepcopy(spec["x-default"]) for key, spec in props.items() if "x-default" in spec}
 
 
 def deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -176,11 +196,19 @@ def load_config(
 def add_config_args(parser: Any) -> None:
     """Standard ``--config FILE`` (repeatable) and ``--set KEY=VALUE`` options for subcommands."""
     parser.add_argument(
-        "--config", "-c", action="append", default=[], metavar="FILE",
+        "--config",
+        "-c",
+        action="append",
+        default=[],
+        metavar="FILE",
         help="YAML config file (repeatable; later files override earlier ones).",
     )
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
         help="Override one key, e.g. --set source.backend=local (repeatable).",
     )
 

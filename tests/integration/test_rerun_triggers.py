@@ -28,10 +28,14 @@ REPORTS = {"report_dataset", "report_detector", "report_enrichment", "report_tra
 # used to miss come first (issue: partial reruns miss code changes).
 CASES: dict[str, set[str]] = {
     # open_clip's sample order is set here, so it decides the weights.
-    # The reports reach it too: the dataset report reads the encoder's tokenizer settings
+    # The reports reach it too: the dataset report reads the encoder's training settings
     # (report/load.py imports encoders.train, which reaches launch, shard and enrich code).
-    # A baseline's evaluation builds its model folder with the train stage's code (encoders.train).
-    "encoders/launch.py": {"train_encoder", "evaluate_baseline"} | REPORTS,
+    # A baseline's evaluation loads its model with encoders/model.py, not the trainer: it stays.
+    "encoders/launch.py": {"train_encoder"} | REPORTS,
+    # the evaluation suite: evaluation, training (it scores checkpoints with it) and the reports.
+    # Zero-shot modality filtering loads its model through encoders/model.py, so filtering does not
+    # rerun when evaluation (or launch.py, or the shard reader) changes.
+    "encoders/suite.py": {"train_encoder", "evaluate_encoder", "evaluate_baseline"} | REPORTS,
     # the embedding analysis between the evaluated models is its rule's alone
     "encoders/compare.py": {"compare_embeddings"},
     # the renderer draws panel letters; decompose reads caption letters with the enrich splitter

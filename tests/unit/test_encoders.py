@@ -128,6 +128,21 @@ def test_production_preset_command() -> None:
     assert "--pretrained-image" in cmd
 
 
+def test_train_defaults_are_the_schema_x_defaults_under_the_preset() -> None:
+    """Each trainer key's default is written once, as its schema x-default; a preset overrides it,
+    a user's key overrides both, and loading a config does not fill it in (that would hide the
+    preset)."""
+    from pmcflow.config import load_schema, section
+
+    props = load_schema()["properties"]["train"]["properties"]
+    assert set(TR.DEFAULTS) == set(props) - {"run", "variants"}
+    assert all(TR.DEFAULTS[k] == props[k]["x-default"] for k in TR.DEFAULTS)
+    assert "lr" not in section({}, "train") and TR.resolve_config({})["threads"] == 1
+    preset = TR.resolve_config({"preset": "openpmc18m"})
+    assert preset["threads"] is None and preset["epochs"] == 64 and preset["select_metric"] == "R@200"
+    assert TR.resolve_config({"preset": "openpmc18m", "epochs": 2})["epochs"] == 2
+
+
 def test_cpu_command_caps_workers_and_rejects_amp() -> None:
     cfg = TR.resolve_config({"workers": 4, "model": "tiny-vit-bpe"})
     cmd = TR.build_command(

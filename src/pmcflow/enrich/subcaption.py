@@ -49,37 +49,8 @@ __all__ = [
     "RulesSubcaptioner",
     "LLMSubcaptioner",
     "make_subcaptioner",
-    "DEFAULTS",
     "cli",
 ]
-
-# Proposed ``enrich.subcaption`` config defaults (docs/enrich.md lists them for the config schema).
-DEFAULTS: dict[str, Any] = {
-    "backend": "rules",
-    "fallback": "rules",  # rules | full : what replaces a rejected LLM answer
-    "label_hint": "auto",  # auto (only for text-only models) | always | never
-    "model": "Qwen/Qwen2.5-VL-32B-Instruct",
-    "revision": None,
-    "gguf_file": None,
-    "device": "cpu",
-    "dtype": "float32",
-    "max_new_tokens": 512,
-    "batch_size": 4,
-    "vllm": {
-        "tensor_parallel_size": 1,
-        "max_model_len": 16384,
-        "gpu_memory_utilization": 0.90,
-        "enable_prefix_caching": True,
-        "limit_mm_per_prompt": 1,
-        "min_pixels": 3136,
-        "max_pixels": 1003520,
-        "max_num_seqs": 64,
-        "dtype": "bfloat16",
-        "seed": 0,
-        "chunk_size": 1024,
-        "vision": True,
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -134,7 +105,9 @@ def _split(req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segm
     return cache[ck]
 
 
-def _rules_assignment(req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segment]]) -> Assignment:
+def _rules_assignment(
+    req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segment]]
+) -> Assignment:
     segments = _split(req, cache)
     full = normalize_ws(req.caption)
     if not full:
@@ -232,9 +205,11 @@ class LLMSubcaptioner:
 
 
 def make_subcaptioner(cfg: Mapping[str, Any] | None = None) -> Subcaptioner:
-    """Build the backend from an ``enrich.subcaption`` config section (missing keys: DEFAULTS)."""
-    merged: dict[str, Any] = {**DEFAULTS, **(cfg or {})}
-    merged["vllm"] = {**DEFAULTS["vllm"], **((cfg or {}).get("vllm") or {})}
+    """Build the backend from an ``enrich.subcaption`` config section (missing keys take the schema's
+    defaults; an unknown key or a bad value raises :class:`pmcflow.config.ConfigError`)."""
+    from pmcflow.config import subsection
+
+    merged = subsection(cfg, "enrich", "subcaption")
     backend = str(merged["backend"])
     if backend == "rules":
         return RulesSubcaptioner()

@@ -31,31 +31,6 @@ from pmcflow.enrich.prompts import load_prompt, summary_text
 from pmcflow.enrich.text import normalize_ws, split_sentences, tokens
 from pmcflow.enrich.validate import check_summary
 
-DEFAULTS: dict[str, Any] = {
-    "backend": "extractive",
-    "max_words": 120,  # extractive summary length bound
-    "max_new_tokens": 256,  # LLM bound, as in the paper
-    "llm_max_words": 200,  # longer LLM answers are rejected (too_long)
-    "min_support": 0.5,  # share of an LLM summary's content words found in its inputs
-    "model": "Qwen/Qwen2.5-14B-Instruct",
-    "revision": None,
-    "gguf_file": None,
-    "device": "cpu",
-    "dtype": "float32",
-    "batch_size": 4,
-    "vllm": {
-        "tensor_parallel_size": 1,
-        "max_model_len": 16384,
-        "gpu_memory_utilization": 0.90,
-        "enable_prefix_caching": True,
-        "max_num_seqs": 128,
-        "dtype": "bfloat16",
-        "seed": 0,
-        "chunk_size": 2048,
-        "vision": False,
-    },
-}
-
 _STOP = frozenset(
     "a an the of in on at to for from by with and or as is are was were be been this that these those "
     "it its into than then which who whom whose what when where how not no nor but also both each all "
@@ -309,9 +284,11 @@ class LLMSummarizer:
 
 
 def make_summarizer(cfg: Mapping[str, Any] | None = None) -> Summarizer:
-    """Build the backend from an ``enrich.summary`` config section (missing keys: DEFAULTS)."""
-    merged: dict[str, Any] = {**DEFAULTS, **(cfg or {})}
-    merged["vllm"] = {**DEFAULTS["vllm"], **((cfg or {}).get("vllm") or {})}
+    """Build the backend from an ``enrich.summary`` config section (missing keys take the schema's
+    defaults; an unknown key or a bad value raises :class:`pmcflow.config.ConfigError`)."""
+    from pmcflow.config import subsection
+
+    merged = subsection(cfg, "enrich", "summary")
     backend = str(merged["backend"])
     if backend == "extractive":
         return ExtractiveSummarizer(max_words=int(merged["max_words"]))

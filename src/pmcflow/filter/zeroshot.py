@@ -120,8 +120,7 @@ class ZeroShotClassifier:
     """An open_clip model and the class embeddings of its prompts."""
 
     def __init__(self, settings: OpenClipSettings) -> None:
-        from pmcflow.encoders import train as TR
-        from pmcflow.encoders.evaluate import Encoder
+        from pmcflow.encoders import model as MD
 
         self.settings = settings
         self.prompts = resolve_prompts(settings.prompts, settings.classes)
@@ -130,14 +129,14 @@ class ZeroShotClassifier:
         if settings.checkpoint and not Path(settings.checkpoint).is_file():
             raise ZeroShotError(f"filter.modality.openclip.checkpoint: {settings.checkpoint} not found")
         self._tmp = tempfile.TemporaryDirectory(prefix="pmcflow-zeroshot-")
-        model_id = TR.prepare_model_dir(settings.model, Path(self._tmp.name) / "model")
+        model_id = MD.prepare_model_dir(settings.model, Path(self._tmp.name) / "model")
         pretrained = settings.pretrained
-        if model_id.startswith(TR.LOCAL_DIR) and pretrained is not None and not Path(pretrained).is_file():
+        if model_id.startswith(MD.LOCAL_DIR) and pretrained is not None and not Path(pretrained).is_file():
             raise ZeroShotError(
                 f"filter.modality.openclip: {settings.model} is a local config, so pretrained must be a "
                 f"checkpoint file, not {pretrained!r}"
             )
-        self.encoder = Encoder(
+        self.encoder = MD.Encoder(
             model_id, settings.checkpoint, settings.device, pretrained=pretrained, init_seed=settings.seed
         )
         self.logit_scale = min(100.0, float(self.encoder.model.logit_scale.detach().exp()))

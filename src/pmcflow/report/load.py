@@ -534,19 +534,19 @@ def text_tokenizer(res: Results) -> TextTokenizer:
     tower (CLIP BPE, or its Hugging Face tokenizer from a package or the local HF cache), or
     ``open_clip.get_tokenizer`` for other names.  A tokenizer that cannot be had offline is replaced
     by CLIP BPE at the model's context length, and ``fallback`` says so."""
-    from pmcflow.encoders import train as TR
+    from pmcflow.encoders import model as MD
 
     model, source = configured_model(res)
     text_cfg: dict[str, Any] | None = None
     cfg_path: Path | None = None
-    if model in TR.shipped_models():
+    if model in MD.shipped_models():
         from importlib import resources
 
         cfg_path = Path(
             str(resources.files("pmcflow") / "data" / "openclip" / model / "open_clip_config.json")
         )
-    elif model.startswith(TR.LOCAL_DIR):
-        cfg_path = Path(model[len(TR.LOCAL_DIR) :]) / "open_clip_config.json"
+    elif model.startswith(MD.LOCAL_DIR):
+        cfg_path = Path(model[len(MD.LOCAL_DIR) :]) / "open_clip_config.json"
     if cfg_path is not None and cfg_path.is_file():
         text_cfg = dict(_read_json(cfg_path)["model_cfg"].get("text_cfg") or {})
     if text_cfg is not None:
@@ -555,8 +555,8 @@ def text_tokenizer(res: Results) -> TextTokenizer:
         if not hf_name:
             return TextTokenizer(model, source, CLIP_BPE, ctx, _bpe_count(_simple_tokenizer(ctx)))
         try:
-            if str(hf_name).startswith(TR.PKG_PREFIX):
-                hf_name = TR._resolve_pkg(str(hf_name))
+            if str(hf_name).startswith(MD.PKG_PREFIX):
+                hf_name = MD.resolve_pkg(str(hf_name))
             from transformers import AutoTokenizer
 
             hf = AutoTokenizer.from_pretrained(str(hf_name), local_files_only=True)
