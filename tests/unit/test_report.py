@@ -170,6 +170,13 @@ def test_detector_tables_from_eval_json(tmp_path: Path) -> None:
     res = Results(results_dir=tmp_path, workdir=tmp_path)
     df = load.detector_metrics(ev)
     assert df.row(0, named=True)["F1 @ score 0.2"] == 0.65
+    # the threshold shown is the one the evaluation recorded, not a constant of the report
+    assert load.fixed_threshold(ev) == 0.2
+    other = json.loads(json.dumps(ev))
+    other["detectors"]["xycut-default"]["sets"]["holdout"]["at_fixed"]["threshold"] = 0.35
+    assert load.fixed_threshold(other) == 0.35 and "F1 @ score 0.35" in load.detector_metrics(other).columns
+    del other["detectors"]["xycut-default"]["sets"]["holdout"]["at_fixed"]
+    assert load.fixed_threshold(other) is None and "F1 @ fixed score" in load.detector_metrics(other).columns
     curves = load.pr_curves(res, ev)  # no parquet: falls back to the curve inside eval.json
     assert curves[("xycut-default", "holdout")].height == 2
     parts = sections.detector_pr(res)

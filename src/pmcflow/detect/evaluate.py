@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pmcflow.detect.base import DEFAULT_SCORE_THRESHOLD
 from pmcflow.tables import write_json, write_table
 
 PR_SCHEMA = pa.schema(
@@ -248,7 +249,7 @@ def evaluate(
     gt: str | os.PathLike[str] | Mapping[str, Any],
     preds: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Mapping[str, Any],
     iou: float = 0.5,
-    fixed_threshold: float | None = 0.2,
+    fixed_threshold: float | None = DEFAULT_SCORE_THRESHOLD,
 ) -> dict[str, Any]:
     """All box metrics for ``preds`` against ``gt``.
 

@@ -712,6 +712,20 @@ def detector_train(res: Results) -> dict[str, Any] | None:
     return _read_json(path) if path.is_file() else None
 
 
+def fixed_threshold(ev: dict[str, Any]) -> float | None:
+    """The score threshold eval.json reports F1 at (``detector.eval.score_threshold``), else None."""
+    for rec in (ev.get("detectors") or {}).values():
+        for m in (rec.get("sets") or {}).values():
+            threshold = (m.get("at_fixed") or {}).get("threshold")
+            if threshold is not None:
+                return float(threshold)
+    return None
+
+
+def _fixed_column(threshold: float | None) -> str:
+    return f"F1 @ score {threshold:g}" if threshold is not None else "F1 @ fixed score"
+
+
 def detector_metrics(ev: dict[str, Any]) -> pl.DataFrame:
     """One row per (detector, evaluation set)."""
     rows: list[dict[str, Any]] = []
@@ -732,7 +746,7 @@ def detector_metrics(ev: dict[str, Any]) -> pl.DataFrame:
                     "at score": m.get("threshold"),
                     "P": m.get("precision"),
                     "R": m.get("recall"),
-                    f"F1 @ score {fixed.get('threshold', 0.2):g}": fixed.get("f1"),
+                    _fixed_column(fixed.get("threshold")): fixed.get("f1"),
                 }
             )
     return pl.DataFrame(rows) if rows else pl.DataFrame()

@@ -154,7 +154,7 @@ def context_histograms(
 
 def pr_curves(
     curves: Mapping[tuple[str, str], pl.DataFrame],
-    fixed_threshold: float = 0.2,
+    fixed_threshold: float | None,
     *,
     kinds: Mapping[str, str] | None = None,
     provenance: str | None = None,
@@ -162,7 +162,9 @@ def pr_curves(
 ) -> Figure:
     """Precision–recall per evaluation set (one panel each), one line per detector.
 
-    ``kinds``: detector -> its provenance kind (shown in the legend); ``provenance``: footer text.
+    ``fixed_threshold``: the score threshold the evaluation reported F1 at (a dot on each curve;
+    None: no dot). ``kinds``: detector -> its provenance kind (shown in the legend);
+    ``provenance``: footer text.
     """
     kinds = kinds or {}
     sets = sorted({s for _, s in curves})
@@ -178,7 +180,7 @@ def pr_curves(
             color = PALETTE[j % len(PALETTE)]
             label = f"{det} [{kinds[det]}]" if det in kinds else det
             ax.plot(df["recall"], df["precision"], color=color, label=label, linewidth=1.5)
-            at = df.filter(pl.col("threshold") >= fixed_threshold)
+            at = df.filter(pl.col("threshold") >= fixed_threshold) if fixed_threshold is not None else df.clear()
             if at.height:
                 ax.plot(at["recall"][-1], at["precision"][-1], "o", color=color, markersize=5)
         ax.set_xlim(0, 1.02)
@@ -188,7 +190,8 @@ def pr_curves(
         ax.set_title(eval_set, fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower left")
-    fig.suptitle(f"PR curves (dot: score threshold {fixed_threshold:g})", fontsize=10)
+    dot = f" (dot: score threshold {fixed_threshold:g})" if fixed_threshold is not None else ""
+    fig.suptitle(f"PR curves{dot}", fontsize=10)
     fig.tight_layout()
     return footer(fig, provenance, smoke=smoke)
 

@@ -555,6 +555,7 @@ def detector_pr(res: Results) -> list[Part]:
     text = " | ".join(f"{d}: {p.label}" for d, p in provs.items() if d in shown)
     fig = plots.pr_curves(
         curves,
+        load.fixed_threshold(ev),
         kinds={d: p.kind for d, p in provs.items()},
         provenance=text,
         smoke=any(p.is_smoke for d, p in provs.items() if d in shown),
