@@ -45,8 +45,8 @@ def test_rules_beat_no_split_and_hold_on_labelled_legends(rows: list[dict]) -> N
         assert e["token_f1_macro"] > e["no_split"]["token_f1_macro"] + 0.4
         assert e["exact_match_rate"] > e["no_split"]["exact_match_rate"] + 0.4
     # legends whose every gold panel still carries its label (like real PMC captions)
-    assert res["dev"]["labelled_figures"]["token_f1_macro"] >= 0.95
-    assert res["test"]["labelled_figures"]["token_f1_macro"] >= 0.90
+    assert res["dev"]["labelled_figures"]["token_f1_macro"] >= 0.98
+    assert res["test"]["labelled_figures"]["token_f1_macro"] >= 0.98
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,17 +74,20 @@ def test_pmc_set_is_verbatim_and_consistent(pmc_rows: list[dict]) -> None:
 def test_label_sets_hold_on_real_pmc_captions(pmc_rows: list[dict]) -> None:
     res = evaluate_labelwise(pmc_rows)
     for split in ("dev", "test"):
-        assert res[split]["label_set_accuracy"] >= 0.90, res[split]
+        assert res[split]["label_set_accuracy"] >= 0.97, res[split]
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.05
-        assert res[split]["label_set_accuracy_labelled"] >= 0.90, res[split]
-    assert res["all"]["matched_at_0_9"] >= 0.72
-    assert res["all"]["shared_text_f1"] >= 0.88
+        assert res[split]["label_set_accuracy_labelled"] >= 0.94, res[split]
+    # the segment measure: gold segments matched by a predicted one at token F1 >= 0.9
+    assert res["all"]["matched_at_0_9"] >= 0.95
+    assert res["dev"]["matched_at_0_9"] >= 0.97 and res["test"]["matched_at_0_9"] >= 0.88
+    assert res["all"]["shared_text_f1"] >= 0.95
 
 
 def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
     res = evaluate_splitter(rows)
     # legends that kept their labels (like real PMC captions): the measure is met
-    assert res["all"]["labelled_figures"]["matched_at_0_9"] >= 0.95
-    assert res["test"]["matched_at_0_9"] >= 0.85
+    assert res["all"]["labelled_figures"]["matched_at_0_9"] >= 0.97
+    assert res["test"]["matched_at_0_9"] >= 0.89
     # the whole set is bounded by segments whose label the reconstruction dropped (34 %)
+    assert res["all"]["matched_at_0_9"] >= 0.66
     assert res["all"]["matched_at_0_9"] > res["all"]["no_split"]["matched_at_0_9"] + 0.4

@@ -372,9 +372,170 @@ def test_mention_sentences_are_the_sentences_naming_the_letter() -> None:
 def test_a_letter_named_only_in_lists_is_assigned_its_sentences() -> None:
     from pmcflow.enrich.rules import Segment, assign_detailed
 
-    segments = [Segment([], "BMP signaling is epistatic to Toll signaling in Oncopeltus."), Segment(["d"], "x")]
+    segments = [
+        Segment([], "BMP signaling is epistatic to Toll signaling in Oncopeltus."),
+        Segment(["d"], "x"),
+    ]
     got = assign_detailed(segments, ["e", "z"], caption=ENUMERATED)
     assert got["e"].source == "rules" and got["e"].reason == "mention" and got["e"].labels == ["e"]
     assert got["e"].text.startswith("Expression of twi") and got["e"].text in ENUMERATED
     assert got["e"].shared_text == "BMP signaling is epistatic to Toll signaling in Oncopeltus."
     assert got["z"].source == "fallback-full" and got["z"].reason == "label_not_found"
+
+
+# ---------------------------------------------------------------------------------------------
+# Segment boundaries on real captions (issue 12): labels restated outside the increasing chain,
+# labels after their phrase one per sentence or clause, label lists before their phrases, and
+# bracketed letters that are abbreviations. Invented captions; each names the exact segments.
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("caption", "expected"),
+    [
+        pytest.param(
+            "Kinetics. (A–D) Time course in HeLa cells. (A, B) Uptake at 4 °C. (C, D) Uptake at 37 °C. "
+            "(E) Summary. (B–E) Data are mean ± SD.",
+            [
+                (["a", "b", "c", "d"], "(A–D) Time course in HeLa cells."),
+                (["a", "b"], "(A, B) Uptake at 4 °C."),
+                (["c", "d"], "(C, D) Uptake at 37 °C."),
+                (["e"], "(E) Summary."),
+                (["b", "c", "d", "e"], "(B–E) Data are mean ± SD."),
+            ],
+            id="overview-and-note-ranges-restate-labels",
+        ),
+        pytest.param(
+            "Lineages. (A, B) Lineage 3A. (A, B) The 3A cells lie ventrally. (C) Lineage 4B.",
+            [
+                (["a", "b"], "(A, B) Lineage 3A."),
+                (["a", "b"], "(A, B) The 3A cells lie ventrally."),
+                (["c"], "(C) Lineage 4B."),
+            ],
+            id="repeated-marker",
+        ),
+        pytest.param(
+            "Discs. (A) Wing disc. (B) Leg disc. (C) Eye disc. Genotypes: (A) yw; (C) w1118.",
+            [
+                (["a"], "(A) Wing disc."),
+                (["b"], "(B) Leg disc."),
+                (["c"], "(C) Eye disc. Genotypes:"),
+                (["a"], "(A) yw;"),
+                (["c"], "(C) w1118."),
+            ],
+            id="per-panel-list-after-the-last-panel",
+        ),
+        pytest.param(
+            "Brain sections. Dorsal view of the cortex (a). Ventral view of the same cortex (b). "
+            "Scale bar 1 mm.",
+            [
+                (["a"], "Dorsal view of the cortex (a)."),
+                (["b"], "Ventral view of the same cortex (b). Scale bar 1 mm."),
+            ],
+            id="label-after-phrase-one-per-sentence",
+        ),
+        pytest.param(
+            "Growth curves. Cells grew faster in medium X (A), but slower in the presence of drug Y "
+            "at 37 °C (B). Data are mean ± SD.",
+            [
+                (["a"], "Cells grew faster in medium X (A),"),
+                (["b"], "but slower in the presence of drug Y at 37 °C (B). Data are mean ± SD."),
+            ],
+            id="label-after-phrase-one-per-clause",
+        ),
+        pytest.param(
+            "Cells were stained for (A) actin, (B) tubulin and (C) DAPI.",
+            [(["a"], "(A) actin,"), (["b"], "(B) tubulin and"), (["c"], "(C) DAPI.")],
+            id="labels-before-phrases-in-a-list",
+        ),
+        pytest.param(
+            "Spectra of compound X showing (A) the full range; (B) the low-mass region.",
+            [(["a"], "(A) the full range;"), (["b"], "(B) the low-mass region.")],
+            id="label-before-phrase-then-leading-label",
+        ),
+        pytest.param(
+            "Levels of (A) IL-6 and (B) TNF protein in serum were measured.",
+            [(["a", "b"], "Levels of (A) IL-6 and (B) TNF protein in serum were measured.")],
+            id="two-labels-joined-by-and-stay-joint",
+        ),
+        pytest.param(
+            "Samples. (A/B) Spectra in NaCl. (C) Spectra in KCl.",
+            [(["a", "b"], "(A/B) Spectra in NaCl."), (["c"], "(C) Spectra in KCl.")],
+            id="slash-list",
+        ),
+        pytest.param(
+            "Junctions. (A) Overview. (B) Junctions. Vesicles cluster at the membrane (C, arrows). "
+            "(D) Counts.",
+            [
+                (["a"], "(A) Overview."),
+                (["b"], "(B) Junctions."),
+                (["c"], "Vesicles cluster at the membrane (C, arrows)."),
+                (["d"], "(D) Counts."),
+            ],
+            id="label-with-a-note-in-its-bracket",
+        ),
+        pytest.param(
+            "Hearts. (A) WT heart. (Ai) Higher magnification of A. (B) KO heart.",
+            [(["a"], "(A) WT heart."), (["a"], "(Ai) Higher magnification of A."), (["b"], "(B) KO heart.")],
+            id="roman-sub-label",
+        ),
+        pytest.param(
+            "Fields. (A–C) Raw images of cells. (AI–CI) Masks of the same fields. (D) Counts.",
+            [
+                (["a", "b", "c"], "(A–C) Raw images of cells."),
+                (["a", "b", "c"], "(AI–CI) Masks of the same fields."),
+                (["d"], "(D) Counts."),
+            ],
+            id="range-of-sub-labels",
+        ),
+    ],
+)
+def test_restated_and_placed_labels(caption: str, expected: list[tuple[list[str], str]]) -> None:
+    assert labelled(caption) == expected
+
+
+@pytest.mark.parametrize(
+    ("caption", "lead"),
+    [
+        ("Cells were stained for (A) actin, (B) tubulin and (C) DAPI.", "Cells were stained for"),
+        (
+            "Spectra of compound X showing (A) the full range; (B) the low-mass region.",
+            "Spectra of compound X showing",
+        ),
+        ("Analysis of extracts: Heatmaps before (A) and after (B) irradiation.", "Analysis of extracts:"),
+    ],
+)
+def test_text_before_the_first_placed_label_is_shared(caption: str, lead: str) -> None:
+    assert shared_text(split_caption(caption)) == lead
+
+
+@pytest.mark.parametrize(
+    "caption",
+    [
+        "Intestine. (A) Mucosa. (B) Muscle layers: inner circular muscle (C) and outer longitudinal muscle (L).",
+        "Intestine. In image (A) the mucosa. Image (B) shows the longitudinal muscle (L) and circular muscle (C).",
+        "Fits. (A) Raw data. (B) Fit with its 95% confidence interval (CI).",
+    ],
+)
+def test_abbreviations_in_brackets_are_not_labels(caption: str) -> None:
+    assert [lab for labels, _ in labelled(caption) for lab in labels] == ["a", "b"]
+
+
+def test_assign_gives_the_adjacent_segments_that_name_the_letter() -> None:
+    caption = (
+        "Kinetics. (A–D) Time course in HeLa cells. (A, B) Uptake at 4 °C. (C, D) Uptake at 37 °C. "
+        "(E) Summary. (B–E) Data are mean ± SD."
+    )
+    got = assign_detailed(split_caption(caption), ["a", "c", "e"], caption=caption)
+    # overview and panel are adjacent: one verbatim stretch
+    assert got["a"].text == "(A–D) Time course in HeLa cells. (A, B) Uptake at 4 °C."
+    # the overview and the note are apart from "(C, D)": the most specific segment alone
+    assert got["c"].text == "(C, D) Uptake at 37 °C." and got["c"].labels == ["c", "d"]
+    assert got["e"].text == "(E) Summary. (B–E) Data are mean ± SD."
+    assert got["e"].labels == ["e", "b", "c", "d"] and got["e"].shared_text == "Kinetics."
+    assert all(x.text in caption and x.reason is None for x in got.values())
+    glued = "Title. (A) Foo. (B) Bar.(B, C) Note on both. (C) Baz."  # no space between the two
+    assert (
+        assign_detailed(split_caption(glued), ["b"], caption=glued)["b"].text
+        == "(B) Bar.(B, C) Note on both."
+    )

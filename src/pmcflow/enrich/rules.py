@@ -7,19 +7,31 @@ How it works
    as in "Axial (A) and coronal (B) …"), ``A)``, ``A.`` / ``A:``, ``A,`` and a bare ``A`` followed
    by a capitalised word — the last four only at a sentence start (after ``.;:!?`` or the start of
    the caption). A label is a single letter, a roman numeral (i–xx) or a 1–2 digit number; ranges
-   (``A–C``, ``a to c``) and lists (``A and B``, ``A, C``, ``E. and F.``) are expanded. Position
-   words ("Left panel:", "Top:", "Upper panels,") are a last-resort family.
+   (``A–C``, ``a to c``) and lists (``A and B``, ``A, C``, ``(A/B)``, ``E. and F.``) are
+   expanded; sub-panel labels (``A1``, ``A′``, ``Aii``, ``AI``) name their panel, and a bracket may
+   add a note to its label (``(H, arrow)``). Position words ("Left panel:", "Top:", "Upper
+   panels,") are a last-resort family.
 2. **One consistent chain.** Real labels form an increasing sequence in one family (upper-case
    letters, lower-case letters, upper/lower roman, digits) whereas false candidates ("E. coli",
    a back-reference "as in (A)", "(n = 3)" never even matches) break it. A dynamic programme picks
    the chain with the best score: strong styles score more, skipped labels and a start after the
    first label cost, and so does switching style between consecutive markers. Cost is
    O(candidates × alphabet): no quadratic or exponential behaviour on 7,000-token captions.
-3. **Segments.** A leading marker starts its segment at the marker; an inline marker starts it at
-   the beginning of its sentence, and several labels in one sentence make one joint segment
-   ("Axial (A) and coronal (B) CT" -> labels ``["a", "b"]``). Text before the first segment is the
-   *lead* (figure title / shared description), returned as a first segment with no labels.
-   A marker with no text of its own ("(A) (B) Western blots …") joins the next segment.
+   Bracketed letters that abbreviate the words before them and are out of panel order in one
+   sentence ("longitudinal muscle (L) and circular muscle (C)") are not panel labels.
+3. **Restatements.** Captions repeat labels the chain already has: an overview before its panels
+   ("(A–D) Hemilineage 1A. (A, B) The 1A neurons …"), a note after them ("(B–F) Data are
+   mean ± SEM."), genotypes listed per panel at the end. Sentence-initial markers of the chain's
+   family within its range open segments of their own too (labels repeat across segments).
+4. **Segments.** A leading marker starts its segment at the marker. An inline marker placed
+   *after* its phrase starts it at the beginning of its sentence (after a "Heading: " for the
+   first one), several such labels in one sentence make one joint segment ("Axial (A) and coronal
+   (B) CT" -> labels ``["a", "b"]``) unless a comma or semicolon closes a clause of its own
+   ("… in females (A), and reduced levels in males (B)"). Inline markers placed *before* their
+   phrases in a list ("stained for (A) actin, (B) tubulin and (C) DAPI") each open a segment at
+   the marker. Text before the first segment is the *lead* (figure title / shared description),
+   returned as a first segment with no labels. A marker with no text of its own ("(A) (B) Western
+   blots …") joins the next segment; consecutive sub-panels ("A1 …", "A2 …") make one segment.
 
 Segment texts are verbatim substrings of the whitespace-normalised caption (markers included);
 labels are lower-case strings ("a", "ii", "3", "left").
@@ -28,8 +40,10 @@ labels are lower-case strings ("a", "ii", "3", "left").
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws
 
@@ -52,15 +66,22 @@ class Segment:
 # ---------------------------------------------------------------------------------------------
 # Label grammar
 # ---------------------------------------------------------------------------------------------
-_SUB_ATOM = r"[A-Za-z](?:\d{1,2}|[′’']{1,2})"  # a sub-panel label: "A1", "b2", "A′"
+# a sub-panel label: "A1", "b2", "A′", "Aii", "AI" (a roman numeral after the panel letter)
+_SUB_ATOM = r"[A-Za-z](?:\d{1,2}|[′’']{1,2}|i{1,3}|iv)|[A-Z]I{1,3}"
 _ATOM = rf"(?:[A-Za-z]{{1,5}}|\d{{1,2}}|{_SUB_ATOM})(?![A-Za-z0-9'′’])"
 _SEP = r"(?:\s*[-–—‐‑−]\s*|\s*,?\s*(?:and|to|&)\s+|\s*,\s*)"
 _SEP_DOT = r"(?:\.?\s*[-–—‐‑−]\s*|\.?\s*,?\s*(?:and|to|&)\s+|\.?\s*,\s*)"
+_SEP_PAREN = rf"(?:{_SEP}|\s*/\s*)"  # inside brackets "A/B" is a list too
 _LIST = rf"{_ATOM}(?:{_SEP}{_ATOM}){{0,8}}"
 _LIST_DOT = rf"{_ATOM}(?:{_SEP_DOT}{_ATOM}){{0,8}}"
+_LIST_PAREN = rf"{_ATOM}(?:{_SEP_PAREN}{_ATOM}){{0,8}}"
 _NO_WORD_BEFORE = r"(?<![\w'’′.\-/])"
 
-_RE_PAREN = re.compile(rf"[(\[]\s*({_LIST})\.?\s*[)\]]")
+_RE_PAREN = re.compile(rf"[(\[]\s*({_LIST_PAREN})\.?\s*[)\]]")
+# a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
+_RE_PAREN_NOTE = re.compile(rf"[(\[]\s*({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
+# "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
+_RE_UPPER_ROMAN_SUB = re.compile(r"[A-Z]I{1,3}")
 _RE_OPEN = re.compile(rf"[(\[]\s*({_LIST})(?=\s+[A-Z0-9][a-z0-9])")
 _RE_CLOSE = re.compile(rf"{_NO_WORD_BEFORE}(?<![(\[])({_LIST})\)")
 _RE_DOT = re.compile(rf"{_NO_WORD_BEFORE}({_LIST_DOT})\s?[.:](?![\w.])")
@@ -80,11 +101,20 @@ _RE_POSITION = re.compile(
     r"(?:\s+(?:panels?|rows?|columns?|images?|graphs?))?\s*[:,.]\s",
     re.IGNORECASE,
 )
-_RE_LIST_TOKEN = re.compile(rf"{_SUB_ATOM}(?![A-Za-z0-9])|[A-Za-z]+|\d+|[-–—‐‑−]|[,&]")
+_RE_LIST_TOKEN = re.compile(rf"(?:{_SUB_ATOM})(?![A-Za-z0-9])|[A-Za-z]+|\d+|[-–—‐‑−]|[,&/]")
 _RE_SUB_ATOM = re.compile(_SUB_ATOM)
 _RANGE_WORDS = frozenset({"-", "–", "—", "‐", "‑", "−", "to"})
-_LIST_WORDS = frozenset({",", "&", "and"})
+_LIST_WORDS = frozenset({",", "&", "and", "/"})
 _SENTENCE_PUNCT = ";:!?。；：！？"
+_RE_WORD = re.compile(r" *([^\W_]+)")
+_RE_WORDS_BEFORE = re.compile(r"[^\W\d_]+")
+# words after an inline label that show it closes the phrase before it ("dorsal (A) and ventral
+# (B) views", "image (B) shows"): the label is not placed before its own description
+_POSTFIX_WORDS = frozenset(
+    {"and", "or", "but", "nor", "with", "without", "in", "on", "at", "of", "for", "from", "to", "by",
+     "as", "vs", "versus", "respectively", "while", "whereas", "which", "that", "is", "are", "was",
+     "were", "show", "shows", "showed", "shown", "indicate", "indicates", "represent", "represents"}
+)  # fmt: skip
 
 _ROMAN = {
     "i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10,
@@ -125,7 +155,10 @@ SUB = 100  # ordinal = top-level label * SUB + sub-label index ("A" = 100, "A1" 
 GAP_PENALTY = 0.75  # per label skipped between two consecutive markers
 START_PENALTY = 1.0  # per label skipped before the first marker
 SWITCH_PENALTY = 1.0  # consecutive markers in different styles
+ABBREVIATION_WORDS = 3  # "circular muscle layer (C)": words an abbreviating letter may come from
+ABBREVIATION_MAX_STEP = 3  # "(C) … (L)" in one sentence: too far apart to be consecutive panels
 TRAILING_LABEL_MAX_WORDS = 3  # "free fatty acids (J) in …": words before a trailing label
+CLAUSE_MIN_WORDS = 5  # "… (A), and reduced levels of Y in males (B)": a clause of its own
 EXTRA_LABEL_BONUS = 0.25  # per label beyond the first in one marker (ranges, lists)
 
 
@@ -154,16 +187,21 @@ def _atom_interpretations(atom: str) -> list[tuple[str, int, str]]:
         if 1 <= val <= 30:
             out.append(("digit", val * SUB, str(val)))
         return out
-    if _RE_SUB_ATOM.fullmatch(atom):  # "A1", "b2", "A′": a sub-panel of the letter's panel
+    low = atom.lower()
+    if _RE_SUB_ATOM.fullmatch(atom) and low not in _ROMAN:  # "A1", "b2", "A′", "Aii": a sub-panel
         letter, tail = atom[0], atom[1:]
-        index = int(tail) if tail.isdigit() else len(tail)
+        if tail.isdigit():
+            index = int(tail)
+        elif tail.lower() in _ROMAN:
+            index = _ROMAN[tail.lower()]
+        else:
+            index = len(tail)
         if 1 <= index < SUB:
             fam = "upper" if letter.isupper() else "lower"
             out.append((fam, (ord(letter.lower()) - 96) * SUB + index, letter.lower()))
         return out
     if len(atom) == 1:
         out.append(("upper" if atom.isupper() else "lower", (ord(atom.lower()) - 96) * SUB, atom.lower()))
-    low = atom.lower()
     if low in _ROMAN and (atom.isupper() or atom.islower()):
         out.append(("roman_upper" if atom.isupper() else "roman_lower", _ROMAN[low] * SUB, low))
     return out
@@ -229,7 +267,7 @@ def _expand(list_text: str) -> list[tuple[str, tuple[int, ...], tuple[str, ...]]
                 break
             if is_range and _top(nxt) == _top(last):  # "b1–b4"
                 ords.extend(range(last + 1, nxt + 1))
-            elif is_range and last % SUB == 0 and nxt % SUB == 0:  # "A–C"
+            elif is_range and last % SUB == nxt % SUB:  # "A–C", "A1–C1": one step per panel
                 if _top(nxt) - _top(last) > 12:
                     ok = False
                     break
@@ -295,14 +333,22 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
                 continue  # "I think", "ii the": roman numerals need a clearer marker
             if not at_boundary and style != "inline" and fam not in ("upper", "lower"):
                 continue
+            if style == "inline" and _has_upper_roman_sub(list_text):
+                continue  # "(CI)", "(KI)" inside a sentence: abbreviations
             w = STYLE_WEIGHT[style] * (1 + EXTRA_LABEL_BONUS * (len(ords) - 1)) - FAMILY_PENALTY[fam]
             key = (start, fam, style)
             if key not in found:
                 found[key] = _Candidate(start, end, style, fam, ords, labels, w, at_boundary)
 
+    paren_starts: set[int] = set()
     for m in _RE_PAREN.finditer(text):
         kind = _boundary_kind(text, m.start(), floor)
         add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None)
+        paren_starts.add(m.start())
+    for m in _RE_PAREN_NOTE.finditer(text):
+        if m.start() not in paren_starts:
+            kind = _boundary_kind(text, m.start(), floor)
+            add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None)
     styles = (
         (_RE_OPEN, "open"),
         (_RE_CLOSE, "close"),
@@ -330,6 +376,14 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     return sorted(found.values(), key=lambda c: (c.start, -c.weight))
 
 
+def _has_upper_roman_sub(list_text: str) -> bool:
+    """A label list with an "AI"-style sub-panel (letter + upper-case roman; not "II" itself)."""
+    return any(
+        _RE_UPPER_ROMAN_SUB.fullmatch(t) and t.lower() not in _ROMAN
+        for t in _RE_LIST_TOKEN.findall(list_text)
+    )
+
+
 def _relaxed_ok(text: str, pos: int) -> bool:
     """A mid-sentence marker candidate must follow a space and a word/closing character."""
     return pos >= 2 and text[pos - 1] == " " and (text[pos - 2].isalnum() or text[pos - 2] in ")]%")
@@ -352,7 +406,9 @@ _RE_POSITION_PAREN = re.compile(
 def _position_candidates(text: str, floor: int) -> list[_Candidate]:
     """Position words opening a sentence: "Left panel:", "Top,", "(Left) …", "(bottom) …"."""
     out: list[_Candidate] = []
-    matches = sorted([*_RE_POSITION.finditer(text), *_RE_POSITION_PAREN.finditer(text)], key=lambda m: m.start())
+    matches = sorted(
+        [*_RE_POSITION.finditer(text), *_RE_POSITION_PAREN.finditer(text)], key=lambda m: m.start()
+    )
     for m in matches:
         if _boundary_kind(text, m.start(), floor) is None:
             continue
@@ -431,7 +487,9 @@ FAMILY_PRIORITY = ("upper", "lower", "roman_lower", "roman_upper", "digit", "pos
 
 
 def _best_chain(
-    cands: Sequence[_Candidate], extras: Sequence[_Candidate] = ()
+    cands: Sequence[_Candidate],
+    extras: Sequence[_Candidate] = (),
+    abbreviations: frozenset[int] = frozenset(),
 ) -> tuple[float, list[_Candidate]]:
     """The chain to use, after gap filling with ``extras`` (see :func:`_fill_gaps`).
 
@@ -439,7 +497,7 @@ def _best_chain(
     sub-items inside lettered panels); otherwise the best-scoring family.
     """
     chains = {
-        fam: (score, _fill_gaps(chain, extras) if extras else list(chain))
+        fam: (score, _fill_gaps(chain, extras, abbreviations) if extras else list(chain))
         for fam, (score, chain) in _family_chains(cands).items()
     }
     if not chains:
@@ -451,9 +509,12 @@ def _best_chain(
     return chains[fam]
 
 
-def _fill_gaps(chain: Sequence[_Candidate], extra: Sequence[_Candidate]) -> list[_Candidate]:
+def _fill_gaps(
+    chain: Sequence[_Candidate], extra: Sequence[_Candidate], abbreviations: frozenset[int] = frozenset()
+) -> list[_Candidate]:
     """Add mid-sentence markers ("(C)" inline, "… quantified B Size …") that supply labels missing
-    between two chain markers, or that continue the chain by exactly the next label at its end."""
+    between two chain markers, or that continue the chain by exactly the next label at its end
+    (unless it reads as an abbreviation: "longitudinal (L) and circular (C) muscle")."""
     if not chain:
         return []
     fam = chain[0].family
@@ -476,7 +537,7 @@ def _fill_gaps(chain: Sequence[_Candidate], extra: Sequence[_Candidate]) -> list
             j += 1
             if c.start < last_end or c.end > hi_pos:
                 continue
-            if nxt is None and not _is_next(last_ord, c.ords[0]):
+            if nxt is None and (not _is_next(last_ord, c.ords[0]) or c.start in abbreviations):
                 continue  # at the tail only an exact continuation counts
             if nxt is None and prev is None:
                 continue
@@ -487,6 +548,40 @@ def _fill_gaps(chain: Sequence[_Candidate], extra: Sequence[_Candidate]) -> list
             out.append(nxt)
         prev = nxt if nxt is not None else prev
     return out
+
+
+def _abbreviations(text: str, cands: Sequence[_Candidate]) -> frozenset[int]:
+    """Starts of inline letters that abbreviate the words before them, next to another such letter
+    of their sentence that is out of panel order: "… longitudinal muscle (L) and circular muscle
+    (C)" names two muscles, not panels L and C ("axial (A) and coronal (B)" stays: increasing).
+    Linear in the candidates (running minima and maxima per sentence)."""
+    groups: dict[tuple[str, int], list[_Candidate]] = {}
+    for c in cands:
+        if c.style != "inline" or len(c.labels) != 1 or len(c.labels[0]) != 1:
+            continue
+        words = _RE_WORDS_BEFORE.findall(text[max(0, c.start - 60) : c.start])[-ABBREVIATION_WORDS:]
+        if any(w[0].lower() == c.labels[0] for w in words):
+            groups.setdefault((c.family, _sentence_start(text, c.start, 0)), []).append(c)
+    out: set[int] = set()
+    for group in groups.values():
+        group.sort(key=lambda c: c.start)
+        tops = [_top(c.ords[0]) for c in group]
+        n = len(tops)
+        # extremes of the letters before / after each one in its sentence
+        pre = [(tops[0], tops[0])] * n
+        for i in range(1, n):
+            lo, hi = pre[i - 1] if i > 1 else (tops[0], tops[0])
+            pre[i] = (min(lo, tops[i - 1]), max(hi, tops[i - 1]))
+        post = [(tops[-1], tops[-1])] * n
+        for i in range(n - 2, -1, -1):
+            lo, hi = post[i + 1] if i < n - 2 else (tops[-1], tops[-1])
+            post[i] = (min(lo, tops[i + 1]), max(hi, tops[i + 1]))
+        for i, t in enumerate(tops):
+            before = i > 0 and (pre[i][1] >= t or pre[i][0] < t - ABBREVIATION_MAX_STEP)
+            after = i < n - 1 and (post[i][0] <= t or post[i][1] > t + ABBREVIATION_MAX_STEP)
+            if before or after:
+                out.add(group[i].start)
+    return frozenset(out)
 
 
 def _unwind(cands: Sequence[_Candidate], back: Sequence[int], i: int) -> list[_Candidate]:
@@ -519,87 +614,257 @@ def _acceptable(chain: Sequence[_Candidate]) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def _sentence_start(text: str, pos: int, floor: int) -> int:
-    """Start of the sentence containing ``pos``, not before ``floor``. Linear scan backwards."""
-    i = pos
-    while i > floor:
-        ch = text[i - 1]
+@lru_cache(maxsize=4)
+def _sentence_breaks(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Positions right after a sentence-ending mark (``.;!?``, not ":"; a period only before a
+    space and not closing an abbreviation): ``(starts, ends)``. ``starts`` omits a period at the
+    very end of the text, ``ends`` keeps it. One pass; the lookups below bisect these lists, so
+    sentence queries stay logarithmic on 7,000-token captions."""
+    starts: list[int] = []
+    ends: list[int] = []
+    n = len(text)
+    for i, ch in enumerate(text):
         if ch in _SENTENCE_PUNCT and ch not in ":：":
-            break
-        if ch == "." and i < len(text) and text[i] == " " and not is_abbreviation_stop(text, i - 1):
-            break
-        i -= 1
+            starts.append(i + 1)
+            ends.append(i + 1)
+        elif ch == "." and (i + 1 == n or text[i + 1] == " ") and not is_abbreviation_stop(text, i):
+            if i + 1 < n:
+                starts.append(i + 1)
+            ends.append(i + 1)
+    return tuple(starts), tuple(ends)
+
+
+def _sentence_start(text: str, pos: int, floor: int) -> int:
+    """Start of the sentence containing ``pos``, not before ``floor`` (leading spaces skipped)."""
+    starts = _sentence_breaks(text)[0]
+    k = bisect_right(starts, pos)
+    i = starts[k - 1] if k and starts[k - 1] > floor else floor
     while i < pos and text[i] == " ":
         i += 1
     return i
 
 
+@dataclass
+class _Opening:
+    """Where one segment starts, the labels it names and the span of its markers."""
 
-def _build_segments(text: str, chain: Sequence[_Candidate], floor: int) -> list[Segment]:
-    starts: list[tuple[int, list[str], int]] = []  # (segment start, labels, marker end)
+    start: int
+    labels: list[str]
+    marker_start: int
+    marker_end: int
+
+
+def _next_word(text: str, pos: int) -> str:
+    """The word right after ``pos`` (spaces skipped), lower-cased; "" when punctuation follows."""
+    m = _RE_WORD.match(text, pos)
+    return m.group(1).lower() if m else ""
+
+
+def _is_prefix(text: str, c: _Candidate) -> bool:
+    """An inline marker placed *before* the phrase it labels: "for (A) WT mice, (B) KO mice"
+    (not "dorsal (A), ventral (B) views", "(A) and", "image (B) shows")."""
+    word = _next_word(text, c.end)
+    return bool(word) and word not in _POSTFIX_WORDS
+
+
+def _same_sentence(text: str, a: int, b: int) -> bool:
+    """No sentence boundary between positions ``a`` and ``b``."""
+    return not text[a : _sentence_start(text, b, a)].strip()
+
+
+def _after_heading_colon(text: str, start: int, pos: int) -> int:
+    """After the last "heading: " (a colon before a capital letter) in ``text[start:pos]``, else ``start``."""
+    cut = start
+    i = text.find(": ", start, pos)
+    while i >= 0:
+        if i + 2 < pos and text[i + 2].isupper():
+            cut = i + 2
+        i = text.find(": ", i + 1, pos)
+    return cut
+
+
+def _prefix_runs(text: str, markers: Sequence[_Candidate], prefix: Sequence[bool]) -> list[int]:
+    """Per marker, the length of its run of consecutive labels-before-phrase in one sentence."""
+    out = [0] * len(markers)
+    k = 0
+    while k < len(markers):
+        j = k
+        while prefix[k] and j + 1 < len(markers) and prefix[j + 1]:
+            if not _same_sentence(text, markers[j].end, markers[j + 1].start):
+                break
+            j += 1
+        for i in range(k, j + 1):
+            out[i] = j - k + 1 if prefix[k] else 0
+        k = j + 1
+    return out
+
+
+def _listed(
+    text: str, markers: Sequence[_Candidate], prefix: Sequence[bool], run: Sequence[int], k: int
+) -> bool:
+    """Markers ``k`` and ``k + 1`` are items of one list of labels placed before their phrases:
+    three or more in a run, or two separated by a comma or semicolon ("(A) WT mice, (B) KO mice";
+    not "induced (B) JA and (C) JA-Ile accumulation")."""
+    if k + 1 >= len(markers) or not (prefix[k] and prefix[k + 1]) or run[k] < 2:
+        return False
+    if not _same_sentence(text, markers[k].end, markers[k + 1].start):
+        return False
+    between = text[markers[k].end : markers[k + 1].start]
+    return run[k] >= 3 or "," in between or ";" in between
+
+
+def _clause_start(text: str, prev: _Candidate, c: _Candidate) -> int | None:
+    """Start of the clause of a trailing label after a previous trailing label of its sentence,
+    when a comma or semicolon closes the previous one's clause and the new clause is long enough
+    to be a description of its own: "… in females (A), and reduced levels in males (B)" -> "and".
+    """
+    i = prev.end
+    if i >= len(text) or text[i] not in ",;":
+        return None
+    j = i + 1
+    while j < c.start and text[j] == " ":
+        j += 1
+    min_words = 1 if text[i] == ";" else CLAUSE_MIN_WORDS
+    return j if len(text[j : c.start].split()) >= min_words else None
+
+
+def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candidate]) -> list[_Candidate]:
+    """Markers outside the chain that still open a segment of their own.
+
+    The chain only increases, but captions restate labels: an overview before its panels
+    ("(A–D) Hemilineage 1A. (A, B) The 1A neurons …"), a note for several panels after them
+    ("(B–F) Data are mean ± SEM."), a repeated marker, genotypes listed per panel at the end. Kept:
+    sentence-initial markers of the chain's family whose labels lie within the chain's range, in a
+    strong style (or a list in the chain's own style), and inline markers placed before their
+    phrase next to chain markers of that kind ("with (A/B) NaCl, (C) KCl, …").
+    """
+    if not chain or chain[0].family == "position":
+        return []
+    fam = chain[0].family
+    top_max = max(_top(o) for c in chain for o in c.ords)
+    styles = {c.style for c in chain}
+    chain_starts = [c.start for c in chain]
+    out: list[_Candidate] = []
+    for c in sorted(cands, key=lambda c: (c.start, -c.weight)):
+        if c.family != fam or any(_top(o) > top_max for o in c.ords):
+            continue
+        k = bisect_left(chain_starts, c.end)  # chain[k]: the first chain marker from c's end on
+        if (k and chain[k - 1].end > c.start) or (out and out[-1].end > c.start):
+            continue  # overlaps a chain marker or a restatement already kept
+        if c.at_boundary and c.style != "inline":
+            if c.style not in STRONG_STYLES and not (c.style in styles and len(c.ords) > 1):
+                continue
+        elif c.style == "inline" and _is_prefix(text, c):
+            nxt = chain[k] if k < len(chain) else None
+            if nxt is None or nxt.style != "inline" or not _is_prefix(text, nxt):
+                continue
+            if not _same_sentence(text, c.end, nxt.start):
+                continue
+        else:
+            continue
+        out.append(c)
+    return out
+
+
+def _continues_sub_panel(prev: _Candidate | None, c: _Candidate) -> bool:
+    """``c`` opens the next sub-panel of the panel ``prev`` opened a sub-panel of ("A1 …" "A2 …")."""
+    if prev is None or prev.style == "inline" or c.style == "inline":
+        return False
+    last, first = prev.ords[-1], c.ords[0]
+    return _top(last) == _top(first) and last % SUB != 0 and first % SUB != 0 and first > last
+
+
+def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> list[Segment]:
+    """Segments from the chosen markers (chain and restatements, in text order)."""
+    opens: list[_Opening] = []
+    prefix = [c.style == "inline" and _is_prefix(text, c) for c in markers]
+    run = _prefix_runs(text, markers, prefix)
     prev_floor = floor
     prev: _Candidate | None = None
-    for c in chain:
-        same_sentence = False
+    led = False  # the open segment was opened by a sentence-initial marker in this sentence
+    for k, c in enumerate(markers):
+        joint = False
         if c.style == "inline":
-            seg_start = _sentence_start(text, c.start, prev_floor)
-            same_sentence = prev is not None and text[prev_floor:seg_start].strip() == ""
-            after_leading = prev is not None and prev.style != "inline"
-            if after_leading and same_sentence:
-                # "(B) Intracellular lactate (C) external acidification", "(E) X and (F) Y in
-                # tumours": after a leading label, an inline one opens its own clause-level panel
-                seg_start, same_sentence = c.start, False
-            elif after_leading and len(text[seg_start : c.start].split()) > TRAILING_LABEL_MAX_WORDS:
+            sentence = _sentence_start(text, c.start, prev_floor)
+            same = prev is not None and not text[prev_floor:sentence].strip()
+            nxt = markers[k + 1] if k + 1 < len(markers) else None
+            clause = (
+                _clause_start(text, prev, c) if same and prev is not None and prev.style == "inline" else None
+            )
+            listed = k > 0 and _listed(text, markers, prefix, run, k - 1)
+            if same and (led or listed):
+                # "(B) Intracellular lactate (C) external acidification", "for (A) WT, (B) KO, (C)":
+                # a label before its phrase opens its own clause-level panel
+                seg_start = c.start
+            elif (
+                not opens
+                and nxt is not None
+                and ((prefix[k] and nxt.style != "inline") or _listed(text, markers, prefix, run, k))
+            ):
+                # "Spectra of X showing (A) Y; (B) Z", "for (A) X, (B) Y": the text before the first
+                # label is the lead
+                seg_start = c.start
+            elif clause is not None:
+                seg_start = clause
+            elif same:
+                seg_start, joint = sentence, True
+            elif (
+                prefix[k]
+                and prev is not None
+                and prev.style != "inline"
+                and len(text[sentence : c.start].split()) > TRAILING_LABEL_MAX_WORDS
+                and (nxt is None or not _same_sentence(text, c.end, nxt.start))
+            ):
                 # "… with vehicle (B) Trypan blue assay …": a leading label that lost its period
                 seg_start = c.start
+            elif not opens:
+                # "Analyses of X: Heatmap after (A) and before (B) …": a heading before a colon is lead
+                seg_start = _after_heading_colon(text, sentence, c.start)
+            else:
+                seg_start = sentence
+            led = led and same and not joint
         else:
             seg_start = c.start
+            joint = _continues_sub_panel(prev, c)
+            led = True
         prev = c
-        if starts and (same_sentence or seg_start <= starts[-1][0]):
+        if opens and (joint or seg_start <= opens[-1].start):
             # same sentence as the previous segment's start: a joint description
-            starts[-1][1].extend(c.labels)
-            starts[-1] = (starts[-1][0], starts[-1][1], c.end)
+            opens[-1].labels.extend(c.labels)
+            opens[-1].marker_end = c.end
         else:
-            starts.append((seg_start, list(c.labels), c.end))
+            opens.append(_Opening(seg_start, list(c.labels), c.start, c.end))
         prev_floor = max(prev_floor, c.end)
     segments: list[Segment] = []
     title = text[:floor].strip()
     if title:
         segments.append(Segment([], title))
-    lead = text[floor : starts[0][0]].strip() if starts else text[floor:].strip()
+    lead = text[floor : opens[0].start].strip() if opens else text[floor:].strip()
     if lead:
         segments.append(Segment([], lead))
     pending_labels: list[str] = []
     pending_start: int | None = None
-    for k, (s, labels, marker_end) in enumerate(starts):
-        e = starts[k + 1][0] if k + 1 < len(starts) else len(text)
-        own = text[marker_end:e].strip(" .,;:") if marker_end <= e else ""
-        if not own and k + 1 < len(starts):
+    for k, op in enumerate(opens):
+        e = opens[k + 1].start if k + 1 < len(opens) else len(text)
+        # a segment's own text: before its first marker (a label after its phrase) or after its last
+        own = (text[op.start : op.marker_start] + " " + text[op.marker_end : max(e, op.marker_end)]).strip(
+            " .,;:"
+        )
+        if not own and k + 1 < len(opens):
             # label(s) with no text of their own: they share the next segment's description
-            pending_labels.extend(labels)
-            pending_start = s if pending_start is None else pending_start
+            pending_labels.extend(op.labels)
+            pending_start = op.start if pending_start is None else pending_start
             continue
-        seg_text = text[(pending_start if pending_start is not None else s) : e].strip()
-        all_labels = _dedupe(pending_labels + labels)
+        seg_text = text[(pending_start if pending_start is not None else op.start) : e].strip()
+        all_labels = _dedupe(pending_labels + op.labels)
         pending_labels, pending_start = [], None
         if not own and segments and segments[-1].labels:
             # trailing marker without text: attach to the previous segment
-            prev = segments.pop()
-            segments.append(Segment(_dedupe(prev.labels + all_labels), (prev.text + " " + seg_text).strip()))
+            last = segments.pop()
+            segments.append(Segment(_dedupe(last.labels + all_labels), (last.text + " " + seg_text).strip()))
             continue
         segments.append(Segment(all_labels, seg_text))
-    return _merge_sub_panels(segments)
-
-
-def _merge_sub_panels(segments: list[Segment]) -> list[Segment]:
-    """Consecutive segments of one panel ("A1 …", "A2 …" both name panel "a") become one."""
-    out: list[Segment] = []
-    for seg in segments:
-        if out and seg.labels and out[-1].labels == seg.labels:
-            out[-1] = Segment(seg.labels, f"{out[-1].text} {seg.text}")
-        else:
-            out.append(seg)
-    return out
+    return segments
 
 
 def _dedupe(labels: Iterable[str]) -> list[str]:
@@ -640,9 +905,12 @@ def _split_after(text: str, floor: int) -> list[Segment]:
     leading = [c for c in cands if c.at_boundary]
     # 1. the chain of sentence-initial markers; 2. mid-sentence markers only fill its gaps;
     # 3. captions labelled only mid-sentence ("Axial (A) and coronal (B) …") use inline markers.
-    _, chain = _best_chain(leading, [c for c in cands if not c.at_boundary])
+    abbreviations = _abbreviations(text, cands)
+    _, chain = _best_chain(leading, [c for c in cands if not c.at_boundary], abbreviations)
     if not chain:
-        _, chain = _best_chain([c for c in cands if c.at_boundary or c.style == "inline"])
+        _, chain = _best_chain(
+            [c for c in cands if (c.at_boundary or c.style == "inline") and c.start not in abbreviations]
+        )
     if not chain:
         _, chain = _best_chain([c for c in _position_candidates(text, floor) if c.start >= floor])
         if len(chain) < 2:
@@ -651,7 +919,8 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         if floor and text[floor:].strip():
             return [Segment([], text[:floor].strip()), Segment([], text[floor:].strip())]
         return [Segment([], text)]
-    return _build_segments(text, chain, floor)
+    markers = sorted([*chain, *_restatements(text, cands, chain)], key=lambda c: c.start)
+    return _build_segments(text, markers, floor)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -715,20 +984,20 @@ def assign_detailed(
 ) -> dict[str, Assignment]:
     """Map each panel letter to its segment, with the source and fallback reason.
 
-    Letters are matched to segment labels (case-insensitive). When the caption is labelled in
+    Letters are matched to segment labels (case-insensitive). A letter that several segments name
+    (an overview "(A–D) …" before "(A, B) …", a note "(B–F) Data are mean ± SEM." after the panels)
+    gets the stretch of caption its adjacent segments cover, around the most specific one (fewest
+    labels), so the text stays one verbatim piece of the caption. When the caption is labelled in
     another family (roman numerals, digits, positions) and no letter matches, the k-th letter goes
     to the k-th labelled segment in caption order. A letter with no segment gets the full caption
-    (``source="fallback-full"``), so nothing is dropped. The segment text stays a verbatim
-    substring of the caption; the title and lead every panel shares come separately as
-    ``shared_text``.
+    (``source="fallback-full"``), so nothing is dropped. The text is a verbatim substring of the
+    caption (only the ``mention`` path joins sentences); the title and lead every panel shares come
+    separately as ``shared_text``.
     """
     full = normalize_ws(caption) if caption is not None else " ".join(s.text for s in segments)
     labelled = [s for s in segments if s.labels]
     lead = shared_text(segments)
-    by_label: dict[str, Segment] = {}
-    for s in labelled:
-        for lab in s.labels:
-            by_label.setdefault(lab.lower(), s)
+    by_label = _segments_by_label(full, segments)
     uses_letters = any(_is_letter(lab) for s in labelled for lab in s.labels)
     out: dict[str, Assignment] = {}
     for raw in letters:
@@ -754,17 +1023,43 @@ def assign_detailed(
     return out
 
 
+def _segments_by_label(full: str, segments: Sequence[Segment]) -> dict[str, Segment]:
+    """Per label, its segment; for a label several segments name, the run of adjacent ones around
+    the most specific (fewest labels, first) as one segment whose text is that stretch of ``full``.
+    """
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for seg in segments:  # segments are consecutive, non-overlapping pieces of the caption
+        at = full.find(seg.text, cursor)
+        if at < 0:
+            spans = []
+            break
+        spans.append((at, at + len(seg.text)))
+        cursor = at + len(seg.text)
+    naming: dict[str, list[int]] = {}
+    for i, seg in enumerate(segments):
+        for lab in _dedupe(x.lower() for x in seg.labels):
+            naming.setdefault(lab, []).append(i)
+    out: dict[str, Segment] = {}
+    for lab, idx in naming.items():
+        best = min(idx, key=lambda i: (len(segments[i].labels), i))
+        lo = hi = best
+        if spans:
+            while lo - 1 in idx:
+                lo -= 1
+            while hi + 1 in idx:
+                hi += 1
+        run = segments[lo : hi + 1]
+        text = full[spans[lo][0] : spans[hi][1]] if lo < hi else segments[best].text
+        out[lab] = Segment(_dedupe(x for seg in run for x in seg.labels), text)
+    return out
+
+
 def _sentence_end(text: str, pos: int) -> int:
     """End (exclusive, after its punctuation) of the sentence containing ``pos``."""
-    i = pos
-    while i < len(text):
-        ch = text[i]
-        if ch in _SENTENCE_PUNCT and ch not in ":：":
-            return i + 1
-        if ch == "." and (i + 1 == len(text) or text[i + 1] == " ") and not is_abbreviation_stop(text, i):
-            return i + 1
-        i += 1
-    return len(text)
+    ends = _sentence_breaks(text)[1]
+    k = bisect_right(ends, pos)
+    return ends[k] if k < len(ends) else len(text)
 
 
 def mention_sentences(caption: str, letter: str) -> str:
@@ -833,7 +1128,9 @@ def caption_letters(caption: str, title: str | None = None) -> list[str]:
     letter. Labels in another family (roman numerals, digits, positions), a lone "a" and no labels
     give ``[]``.
     """
-    found = {lab for s in split_caption(caption, title) for lab in s.labels if len(lab) == 1 and lab.isalpha()}
+    found = {
+        lab for s in split_caption(caption, title) for lab in s.labels if len(lab) == 1 and lab.isalpha()
+    }
     if not found or max(found) == "a":
         return []
     return [chr(c) for c in range(ord("a"), ord(max(found)) + 1)]
