@@ -3,7 +3,8 @@
 In one process and one run (pinned to one CPU), on the *same* source pool, it times:
 
 * ``pmcflow render``       :func:`pmcflow.synth.render.render` end to end with a directory pool,
-  exactly what ``pmcflow render --sources`` builds (PNG, YOLO txt, COCO, records);
+  exactly what ``pmcflow render --sources`` builds (PNG or JPEG per ``synth.elements``, YOLO txt,
+  COCO, records);
 * ``pmcflow compose+jpeg`` :func:`pmcflow.synth.render.render_one` + a JPEG (quality 75, Pillow's
   default, as the peer writes) and a per-figure JSON: the peer's output format;
 * ``peer``                 the Open-PMC-18M generator's per-figure function
@@ -78,7 +79,11 @@ from pmcflow.synth.sources import (  # noqa: E402
 PEER_SCRIPT = "openpmcvl/compound_figure_generation/synthesize_compound_images.py"
 PEER_REPO = "Negiiiin/open-pmc-18m"  # code of "Open-PMC-18M" (Baghbanzadeh et al., Vector Institute, 2025)
 PEER_COMMIT = "23cd3d0baec3c17b19dcb29775b1f6909cfe74d1"  # HEAD benchmarked; script last changed in aaeb7eb
-OLD_CLAIM = {"speedup": 2.03, "peer_figures_per_s": 58.0, "pool": "34-image builtin pool, decoded once and cached"}
+OLD_CLAIM = {
+    "speedup": 2.03,
+    "peer_figures_per_s": 58.0,
+    "pool": "34-image builtin pool, decoded once and cached",
+}
 PEER_JPEG_QUALITY = 75  # Pillow's default, what the peer's compound_image.save(path) writes
 POOL_SEED = 20260501
 
@@ -187,7 +192,10 @@ def _counting(pool: SourcePool) -> list[int]:
 
         return load
 
-    pool.refs = {m: [SourceRef(r.source_id, r.modality, r.origin, wrap(r.loader)) for r in refs] for m, refs in pool.refs.items()}
+    pool.refs = {
+        m: [SourceRef(r.source_id, r.modality, r.origin, wrap(r.loader)) for r in refs]
+        for m, refs in pool.refs.items()
+    }
     return n
 
 
@@ -210,7 +218,9 @@ def run_pmcflow_render(pool_dir: Path, n: int, seed: int, size: tuple[int, int],
     return {"panels": counts["extra"]["panels"], "decodes": decodes[0], "mean_w": size[0], "mean_h": size[1]}
 
 
-def run_pmcflow_no_reuse(pool_dir: Path, n: int, seed: int, size: tuple[int, int], out: Path) -> dict[str, Any]:
+def run_pmcflow_no_reuse(
+    pool_dir: Path, n: int, seed: int, size: tuple[int, int], out: Path
+) -> dict[str, Any]:
     """``render`` with a 1-entry source cache: every panel decodes its source, as with a production
     pool far larger than the default 512-entry cache (and as the peer always does)."""
     pool = pool_from_config(_mapping(pool_dir), max_side=max(size), cache_size=1)
@@ -219,7 +229,9 @@ def run_pmcflow_no_reuse(pool_dir: Path, n: int, seed: int, size: tuple[int, int
     return {"panels": counts["extra"]["panels"], "decodes": decodes[0], "mean_w": size[0], "mean_h": size[1]}
 
 
-def run_pmcflow_cached(pool: SourcePool, n: int, seed: int, size: tuple[int, int], out: Path) -> dict[str, Any]:
+def run_pmcflow_cached(
+    pool: SourcePool, n: int, seed: int, size: tuple[int, int], out: Path
+) -> dict[str, Any]:
     """The old benchmark's setting: the builtin pool, already decoded and cached."""
     counts = render(n, seed, out, size=size, sources=pool)
     return {"panels": counts["extra"]["panels"], "decodes": 0, "mean_w": size[0], "mean_h": size[1]}
@@ -235,7 +247,9 @@ def run_pmcflow_jpeg(pool_dir: Path, n: int, seed: int, size: tuple[int, int], o
     for i in range(n):
         im, anns, _ = render_one(i, seed, pool, size[0], size[1], params)
         im.save(out / f"synth_{i:08d}.jpg", "JPEG", quality=PEER_JPEG_QUALITY)
-        (out / f"synth_{i:08d}.json").write_text(json.dumps({"width": size[0], "height": size[1], "annotations": anns}, indent=4))
+        (out / f"synth_{i:08d}.json").write_text(
+            json.dumps({"width": size[0], "height": size[1], "annotations": anns}, indent=4)
+        )
         panels += len(anns)
     return {"panels": panels, "decodes": decodes[0], "mean_w": size[0], "mean_h": size[1]}
 
@@ -262,7 +276,14 @@ def make_peer_runner(mod: ModuleType) -> Callable[[Path, int, int, tuple[int, in
         out.mkdir(parents=True, exist_ok=True)
         dirs = [str(d) for d in sorted(pool_dir.iterdir()) if d.is_dir()]
         mods = [Path(d).name for d in dirs]
-        files = [sorted(f for f in os.listdir(d) if os.path.splitext(f)[1].lower() in (".jpg", ".jpeg", ".png", ".bmp")) for d in dirs]
+        files = [
+            sorted(
+                f
+                for f in os.listdir(d)
+                if os.path.splitext(f)[1].lower() in (".jpg", ".jpeg", ".png", ".bmp")
+            )
+            for d in dirs
+        ]
         methods = [*mods, "mixed"]
         weights = [1 / len(methods)] * len(methods)
         for i in range(n):
@@ -353,7 +374,9 @@ def _peer_commit(path: Path, default: str) -> tuple[str, str]:
     root = path if path.is_dir() else path.parent
     if (root / ".git").exists():
         try:
-            sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+            sha = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+            ).stdout.strip()
             return sha, "git rev-parse HEAD of --peer"
         except (OSError, subprocess.CalledProcessError):
             pass
@@ -380,9 +403,13 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _ratio(a: dict[str, Any], b: dict[str, Any], a_runs: list[dict[str, Any]], b_runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _ratio(
+    a: dict[str, Any], b: dict[str, Any], a_runs: list[dict[str, Any]], b_runs: list[dict[str, Any]]
+) -> dict[str, Any]:
     per = [x["figures_per_cpu_s"] / y["figures_per_cpu_s"] for x, y in zip(a_runs, b_runs, strict=True)]
-    per_wall = [x["figures_per_wall_s"] / y["figures_per_wall_s"] for x, y in zip(a_runs, b_runs, strict=True)]
+    per_wall = [
+        x["figures_per_wall_s"] / y["figures_per_wall_s"] for x, y in zip(a_runs, b_runs, strict=True)
+    ]
     return {
         "figures_cpu": round(a["figures_per_cpu_s"] / b["figures_per_cpu_s"], 2),
         "figures_wall": round(a["figures_per_wall_s"] / b["figures_per_wall_s"], 2),
@@ -398,12 +425,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=400, help="figures per measurement")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=20260415)
-    ap.add_argument("--size", default="410x400", help="pmcflow canvas (the peer's figures average about this)")
-    ap.add_argument("--per-base", type=int, default=60, help="JPEG variants per builtin image (34 x 60 = 2,040 files)")
-    ap.add_argument("--peer", type=Path, help=f"checkout of {PEER_REPO} (or the path of {Path(PEER_SCRIPT).name})")
+    ap.add_argument(
+        "--size", default="410x400", help="pmcflow canvas (the peer's figures average about this)"
+    )
+    ap.add_argument(
+        "--per-base", type=int, default=60, help="JPEG variants per builtin image (34 x 60 = 2,040 files)"
+    )
+    ap.add_argument(
+        "--peer", type=Path, help=f"checkout of {PEER_REPO} (or the path of {Path(PEER_SCRIPT).name})"
+    )
     ap.add_argument("--peer-repo", default=PEER_REPO)
     ap.add_argument("--peer-commit", default=PEER_COMMIT, help="recorded when --peer is not a git checkout")
-    ap.add_argument("--pool-dir", type=Path, help="build the source pools here and keep them (default: a temp dir)")
+    ap.add_argument(
+        "--pool-dir", type=Path, help="build the source pools here and keep them (default: a temp dir)"
+    )
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
     args = ap.parse_args(argv)
     size = parse_size(args.size)
@@ -421,7 +456,10 @@ def main(argv: list[str] | None = None) -> int:
         pools["build_wall_s"] = round(time.perf_counter() - t0, 1)
         real_dir, small_dir = Path(pools["realistic"]["dir"]), Path(pools["builtin34"]["dir"])
         if pools["realistic"]["distinct_files"] < 2000:
-            print(f"warning: only {pools['realistic']['distinct_files']} distinct sources (< 2,000)", file=sys.stderr)
+            print(
+                f"warning: only {pools['realistic']['distinct_files']} distinct sources (< 2,000)",
+                file=sys.stderr,
+            )
 
         costs = source_costs(real_dir, max(size))
         cached = builtin_pool(max_side=max(size))
@@ -430,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
             render_one(i, args.seed, cached, size[0], size[1], FigureParams())
 
         methods: list[tuple[str, str, Callable[..., dict[str, Any]], Any, Any, str | None]] = [
-            ("realistic", "pmcflow render", run_pmcflow_render, real_dir, None, "images/*.png"),
+            ("realistic", "pmcflow render", run_pmcflow_render, real_dir, None, "images/*"),
             ("realistic", "pmcflow render, no reuse", run_pmcflow_no_reuse, real_dir, None, None),
             ("realistic", "pmcflow compose+jpeg", run_pmcflow_jpeg, real_dir, None, None),
         ]
@@ -459,7 +497,10 @@ def main(argv: list[str] | None = None) -> int:
             run_peer = make_peer_runner(mod)
             methods.append(("realistic", "peer", run_peer, real_dir, _peer_stats, None))
         else:
-            print(f"no --peer given: timing pmcflow only (get {PEER_REPO} and pass --peer PATH for the ratios)", file=sys.stderr)
+            print(
+                f"no --peer given: timing pmcflow only (get {PEER_REPO} and pass --peer PATH for the ratios)",
+                file=sys.stderr,
+            )
         methods.append(("cached34", "pmcflow render", run_pmcflow_cached, cached, None, None))
         if args.peer is not None:
             methods.append(("builtin34", "peer", run_peer, small_dir, _peer_stats, None))
@@ -472,7 +513,10 @@ def main(argv: list[str] | None = None) -> int:
             for pool_name, name, fn, src, post, digest in methods:
                 r = timed(fn, src, args.n, args.seed, size, tmp / "run", post=post, digest=digest)
                 runs[(pool_name, name)].append(r)
-                print(f"repeat {rep}: {pool_name:9s} {name:22s} {r['figures_per_cpu_s']:7.1f} fig/s CPU  {r['figures_per_wall_s']:7.1f} wall", file=sys.stderr)
+                print(
+                    f"repeat {rep}: {pool_name:9s} {name:22s} {r['figures_per_cpu_s']:7.1f} fig/s CPU  {r['figures_per_wall_s']:7.1f} wall",
+                    file=sys.stderr,
+                )
     finally:
         if args.pool_dir is None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -500,7 +544,9 @@ def main(argv: list[str] | None = None) -> int:
         ):
             ratios[f"{key[0]} {key[1]} / realistic peer"] = _ratio(by[key], by[peer], runs[key], runs[peer])
         key = ("cached34", "pmcflow render")
-        ratios["cached34 pmcflow render / builtin34 peer"] = _ratio(by[key], by[("builtin34", "peer")], runs[key], runs[("builtin34", "peer")])
+        ratios["cached34 pmcflow render / builtin34 peer"] = _ratio(
+            by[key], by[("builtin34", "peer")], runs[key], runs[("builtin34", "peer")]
+        )
     cached_row = by[("cached34", "pmcflow render")]
     old = {
         **OLD_CLAIM,
@@ -598,7 +644,9 @@ def markdown(res: dict[str, Any]) -> str:
     ]
     rid = [r for r in res["rows"] if "byte_identical_repeats" in r]
     if rid:
-        lines.append(f"pmcflow render on the realistic pool: byte-identical across repeats: {rid[0]['byte_identical_repeats']}.")
+        lines.append(
+            f"pmcflow render on the realistic pool: byte-identical across repeats: {rid[0]['byte_identical_repeats']}."
+        )
     c = res["source_cost_ms"]
     lines += [
         "",

@@ -1,4 +1,5 @@
 """Rule render_shard: one shard of one split of synthetic compound figures (pmcflow.synth)."""
+
 from pmcflow.workflow import start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
@@ -21,4 +22,5 @@ render(
     sources=sources,
     compress_level=int(cfg["compress_level"]),
     split=sm.wildcards.split,
+    elements=cfg["elements"],
 )

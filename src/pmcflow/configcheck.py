@@ -109,10 +109,21 @@ def problems(cfg: Mapping[str, Any], base: str | os.PathLike[str] = ".") -> list
 
     # Settings that contradict each other.
     if _get(cfg, "train.device") == "cpu" and _get(cfg, "train.precision") not in (None, "fp32"):
-        out.append(f"train.precision: {_get(cfg, 'train.precision')!r} needs a GPU; use fp32 with train.device cpu")
+        out.append(
+            f"train.precision: {_get(cfg, 'train.precision')!r} needs a GPU; use fp32 with train.device cpu"
+        )
     http = _get(cfg, "http") or {}
     if http and float(http.get("backoff_max_s", math.inf)) < float(http.get("backoff_s", 0)):
         out.append("http.backoff_max_s: smaller than http.backoff_s")
+    for key in ("synth.elements.jpeg_quality", "synth.elements.caption_lines"):
+        rng = _get(cfg, key)  # [low, high] ranges the schema types but cannot order
+        if (
+            isinstance(rng, list)
+            and len(rng) == 2
+            and all(isinstance(v, int | float) for v in rng)
+            and rng[0] > rng[1]
+        ):
+            out.append(f"{key}: low {rng[0]} is above high {rng[1]} (give [low, high])")
     if _get(cfg, "decompose.checkpoint") == "trained" and not _get(cfg, "detector.train"):
         out.append("decompose.checkpoint: 'trained' needs detector.train: true (or name a checkpoint)")
 

@@ -39,7 +39,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_xycut_on_rendered_figures(
     tmp_path: Path, rendered: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    images = sorted(str(p) for p in (rendered / "images").glob("*.png"))
+    images = sorted(str(p) for p in (rendered / "images").iterdir())  # PNG and JPEG figures
     preds = tmp_path / "preds.json"
     assert main(["detect", "--backend", "xycut", "--score-threshold", "0", "--out", str(preds), *images]) == 0
     capsys.readouterr()
@@ -87,7 +87,7 @@ def test_ultralytics_train_detect_eval(
         )
         == 0
     )
-    images = sorted(str(p) for p in (rendered / "images").glob("*.png"))
+    images = sorted(str(p) for p in (rendered / "images").iterdir())  # PNG and JPEG figures
     preds = tmp_path / "preds.json"
     assert (
         main(

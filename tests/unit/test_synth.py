@@ -93,7 +93,9 @@ def test_layout_boxes_inside_and_grid_disjoint():
     kinds = set()
     for i in range(400):
         rng = rng_for(1, "layout-test", i)
-        lay = sample_layout(rng, 512, 512, params=LayoutParams(special_rate=0.3), reserve=(0, int(i % 3) * 10))
+        lay = sample_layout(
+            rng, 512, 512, params=LayoutParams(special_rate=0.3), reserve=(0, int(i % 3) * 10)
+        )
         kinds.add(lay.kind)
         boxes = [s.box for s in lay.slots]
         assert 1 <= len(boxes) <= 25
@@ -232,7 +234,9 @@ def test_every_bad_image_kind_is_converted_or_rejected(tmp_path):
     for i in range(10):
         spec, panels = sample_figure(rng_for(1, "bad", i), pool, 200, 200)
         compose(spec, panels)
-        assert all(p.source_id.split("/", 1)[1] in {k for k, v in expected.items() if v is None} for p in spec.panels)
+        assert all(
+            p.source_id.split("/", 1)[1] in {k for k, v in expected.items() if v is None} for p in spec.panels
+        )
 
 
 def test_decode_limits_and_modes():
@@ -273,7 +277,14 @@ def _files(d: Path) -> dict[str, bytes]:
     return {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
+def _image(files: dict[str, bytes], i: int) -> tuple[str, bytes]:
+    """The one image file of figure ``i`` (PNG or JPEG, per synth.elements)."""
+    (name,) = [k for k in files if k.startswith(f"images/synth_{i:08d}.")]
+    return name, files[name]
+
+
 def test_render_is_byte_identical_and_shardable(tmp_path, pool):
+    # the schema's element defaults (JPEG share, captions, marks, ...): deliberately part of this test
     a = render(9, 11, tmp_path / "a", size=(192, 160), sources=pool, validate_sources=True)
     render(9, 11, tmp_path / "b", size=(192, 160), sources=pool, validate_sources=True)
     fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
@@ -281,21 +292,34 @@ def test_render_is_byte_identical_and_shardable(tmp_path, pool):
     assert a["kept"] == 9 and len([k for k in fa if k.startswith("images/")]) == 9
     # figure 5 alone == figure 5 in the batch
     render(1, 11, tmp_path / "one", size=(192, 160), sources=pool, start=5)
-    assert (tmp_path / "one/images/synth_00000005.png").read_bytes() == fa["images/synth_00000005.png"]
+    assert _image(_files(tmp_path / "one"), 5) == _image(fa, 5)
     # three shards == the whole run, and the merge equals the single-run annotations
     for k in range(3):
-        render(9, 11, tmp_path / f"s{k}", size=(192, 160), sources=pool, shard=k, num_shards=3, validate_sources=True)
+        render(
+            9,
+            11,
+            tmp_path / f"s{k}",
+            size=(192, 160),
+            sources=pool,
+            shard=k,
+            num_shards=3,
+            validate_sources=True,
+        )
+        fs = _files(tmp_path / f"s{k}")
         for i in figure_indices(9, k, 3):
             name = f"synth_{i:08d}"
-            assert (tmp_path / f"s{k}/images/{name}.png").read_bytes() == fa[f"images/{name}.png"]
-            assert (tmp_path / f"s{k}/labels/{name}.txt").read_bytes() == fa[f"labels/{name}.txt"]
+            assert _image(fs, i) == _image(fa, i)
+            assert fs[f"labels/{name}.txt"] == fa[f"labels/{name}.txt"]
     total = merge_shards([tmp_path / "s2", tmp_path / "s0", tmp_path / "s1"], tmp_path / "merged")
     assert total["kept"] == 9 and total["n_chunks"] == 3
     merged = json.loads((tmp_path / "merged/annotations.json").read_text())
     single = json.loads(fa["annotations.json"])
     for key in ("annotations", "label_annotations", "categories"):
         assert merged[key] == single[key]
-    assert [im["file_name"] for im in merged["images"]][:2] == ["../s0/images/synth_00000000.png", "../s1/images/synth_00000001.png"]
+    assert [im["file_name"] for im in merged["images"]][:2] == [
+        f"../s0/{_image(fa, 0)[0]}",
+        f"../s1/{_image(fa, 1)[0]}",
+    ]
     assert (tmp_path / "merged/records.jsonl").read_bytes() == fa["records.jsonl"]
 
 
@@ -317,7 +341,10 @@ def test_coco_yolo_and_counts(tmp_path, pool):
             x, y, bw, bh = a["bbox"]
             assert c == "0" and abs(float(cx) * 256 - (x + bw / 2)) < 0.01 and abs(float(w) * 256 - bw) < 0.01
         with Image.open(tmp_path / "r" / img["file_name"]) as im:
-            assert im.size == (256, 256) and im.mode == "RGB" and not im.info
+            assert im.size == (256, 256) and im.mode == "RGB"
+            assert im.format == {".png": "PNG", ".jpg": "JPEG"}[Path(img["file_name"]).suffix]
+            # no metadata: nothing in a PNG, only the JFIF header in a JPEG (no EXIF, ICC, dpi)
+            assert set(im.info) <= {"jfif", "jfif_version", "jfif_unit", "jfif_density"}
     for la in data["label_annotations"]:
         assert la["panel_id"] in {a["id"] for a in data["annotations"]}
     counts = json.loads((tmp_path / "r/counts.json").read_text())
@@ -339,13 +366,43 @@ def test_cli_render(tmp_path):
     from pmcflow.synth.render import cli
 
     assert cli(["--n", "2", "--seed", "1", "--out", str(tmp_path / "c"), "--size", "128x96"]) == 0
-    assert sorted(p.name for p in (tmp_path / "c/images").iterdir()) == ["synth_00000000.png", "synth_00000001.png"]
+    assert sorted(p.stem for p in (tmp_path / "c/images").iterdir()) == ["synth_00000000", "synth_00000001"]
     assert cli(["--merge", str(tmp_path / "c"), "--out", str(tmp_path / "m")]) == 0
+    # --no-elements: PNGs only; --element overrides one setting; a rerun leaves no stale twin
+    assert (
+        cli(["--n", "2", "--seed", "1", "--out", str(tmp_path / "c"), "--size", "128x96", "--no-elements"])
+        == 0
+    )
+    assert sorted(p.name for p in (tmp_path / "c/images").iterdir()) == [
+        "synth_00000000.png",
+        "synth_00000001.png",
+    ]
+    args = [
+        "--n",
+        "2",
+        "--seed",
+        "1",
+        "--out",
+        str(tmp_path / "c"),
+        "--size",
+        "128x96",
+        "--element",
+        "jpeg_rate=1",
+    ]
+    assert cli(args) == 0
+    assert sorted(p.name for p in (tmp_path / "c/images").iterdir()) == [
+        "synth_00000000.jpg",
+        "synth_00000001.jpg",
+    ]
 
 
 def test_figure_params_defaults_follow_reference():
     p = FigureParams()
-    assert p.layout.max_grid == 5 and p.layout.special_rate == pytest.approx(0.10) and p.layout.gap_scale_px == 50
+    assert (
+        p.layout.max_grid == 5
+        and p.layout.special_rate == pytest.approx(0.10)
+        and p.layout.gap_scale_px == 50
+    )
 
 
 def test_figures_without_usable_sources_are_counted_not_crashed(tmp_path):
@@ -367,7 +424,10 @@ def test_panel_counts_follow_real_figures_unless_asked_for_grids() -> None:
     assert 4.0 <= counts.mean() <= 5.6
     assert 0.05 <= (counts == 1).mean() <= 0.16 and (counts <= 6).mean() >= 0.7 and counts.max() <= 25
     grids = np.array(
-        [len(sample_layout(rng, 640, 480, params=LayoutParams(panel_count_weights=())).slots) for _ in range(600)]
+        [
+            len(sample_layout(rng, 640, 480, params=LayoutParams(panel_count_weights=())).slots)
+            for _ in range(600)
+        ]
     )
     assert grids.mean() > 7.5
     # a forced count still wins (the demo corpus: one panel per caption letter)

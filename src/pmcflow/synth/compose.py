@@ -1,12 +1,19 @@
 """Sample a figure specification and compose it into one compound image with its boxes.
 
 ``sample_figure(rng, pool, ...)`` draws every random choice of one figure (layout, modalities,
-sources, crops, flips, colour jitter, label grammar/placement/font/colour, borders, background)
-into a JSON-able :class:`FigureSpec`; ``compose(spec, panels)`` is the deterministic drawing step
-(no randomness) and returns the image and one annotation per panel::
+sources, crops, flips, colour jitter, label grammar/placement/font/colour, borders, background,
+and with ``FigureParams.elements`` the realistic extras of :mod:`pmcflow.synth.elements`: dark
+figures, no-gutter layouts with separators, a caption band, round masks, scale bars / arrows /
+asterisks / text on photographic panels, JPEG encoding) into a JSON-able :class:`FigureSpec`;
+``compose(spec, panels)`` is the deterministic drawing step (no randomness) and returns the image
+and one annotation per panel::
 
     {"bbox": [x, y, w, h], "label": "b", "label_bbox": [x, y, w, h] | None,
      "modality": "radiology", "source_id": "pydicom:CT_small.dcm"}
+
+Drawing order per panel: the tile (crop and scale, or a chart on its fill), jitter, round mask,
+marks (drawn on the tile, so they cannot leave the panel), paste, separator, inset, border,
+label; after all panels the caption band (below every panel box, not annotated).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
+from pmcflow.synth import elements as E
 from pmcflow.synth import labels as L
 from pmcflow.synth.layout import Layout, LayoutParams, sample_layout
 from pmcflow.synth.sources import SourcePool
@@ -65,6 +73,10 @@ class PanelSpec:
     # the rest of the panel (the label band) is filled with ``fill``
     content: tuple[int, int, int, int] | None = None
     fill: tuple[int, int, int] | None = None
+    # realistic elements (pmcflow.synth.elements): a round mask {"cx","cy","r"} in panel
+    # coordinates, and marks (scale bars, arrows, asterisks, text) in canvas coordinates
+    mask: dict[str, float] | None = None
+    marks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         lab = self.label
@@ -80,6 +92,8 @@ class PanelSpec:
             "inset": self.inset,
             "content": None if self.content is None else list(self.content),
             "fill": None if self.fill is None else list(self.fill),
+            "mask": self.mask,
+            "marks": self.marks,
             "label": None
             if lab is None
             else {
@@ -104,10 +118,17 @@ class FigureSpec:
     placement: str | None
     layout: dict[str, Any]
     panels: list[PanelSpec] = field(default_factory=list)
+    elements: E.FigureElements | None = None  # None: drawn without realistic elements
+    caption: E.CaptionSpec | None = None  # the distractor caption band (not annotated)
+
+    @property
+    def encoding(self) -> dict[str, Any]:
+        """How the render writes the figure: ``{"format": "png"}`` or a JPEG with its quality."""
+        return dict(self.elements.encoding) if self.elements is not None else {"format": "png"}
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-able dict of every parameter (hand-written: ``asdict`` is slow on hot paths)."""
-        return {
+        rec = {
             "width": self.width,
             "height": self.height,
             "background": list(self.background),
@@ -117,6 +138,10 @@ class FigureSpec:
             "layout": self.layout,
             "panels": [p.to_record() for p in self.panels],
         }
+        if self.elements is not None:
+            rec["elements"] = self.elements.to_record()
+            rec["caption"] = None if self.caption is None else self.caption.to_record()
+        return rec
 
 
 @dataclass(frozen=True)
@@ -138,6 +163,9 @@ class FigureParams:
         ((0, 0, 0), 0.12),
         ((240, 240, 240), 0.08),
     )
+    # realistic elements (JPEG, caption band, marks, round masks, dark, no gutter); None = none.
+    # The render stage fills them from the config schema (``ElementParams.from_config``).
+    elements: E.ElementParams | None = None
 
 
 def _choice(rng: np.random.Generator, items: Sequence[Any]) -> Any:
@@ -238,10 +266,20 @@ def sample_figure(
     modalities = pool.modalities
     if not modalities:
         raise ValueError("the source pool is empty")
+    # the elements' own stream: a child of the figure's generator (spawning leaves its stream as
+    # it is, so the panels, crops and labels are drawn as without elements)
+    erng = rng.spawn(1)[0] if params.elements is not None else None
     fig_modality = modality or _choice(rng, [*modalities, MIXED] if len(modalities) > 1 else modalities)
     bg = _choice_weighted(rng, params.backgrounds)
     if fig_modality in PLOT_LIKE_MODALITIES:
         bg = (255, 255, 255)  # chart figures are printed on white
+    fe: E.FigureElements | None = None
+    if erng is not None and params.elements is not None:
+        fe = E.sample_figure_elements(
+            erng, params.elements, width, height, chart_figure=fig_modality in PLOT_LIKE_MODALITIES
+        )
+        if fe.dark:
+            bg = E.DARK_BACKGROUND
     if labels is not None and n_panels is None:
         n_panels = max(1, len(labels))
     # labels=[] forces an unlabelled figure (a single-panel figure whose caption names no panel)
@@ -251,8 +289,21 @@ def sample_figure(
     font_name = _choice(rng, L.FONTS)
     size = _label_font_size(rng, width, height)
     with_box_fig = rng.random() < params.label_box_rate
+    no_gutter = fe is not None and fe.no_gutter
+    if no_gutter and placement is not None and placement.startswith("outside"):
+        placement = NO_GUTTER_PLACEMENT[placement]  # touching panels leave no room outside them
     reserve = label_reserve(placement, font_name, size, "(mm)") if placement else (0, 0)
-    layout: Layout = sample_layout(rng, width, height, params=params.layout, n_panels=n_panels, reserve=reserve)
+    layout: Layout = sample_layout(
+        rng,
+        width,
+        height,
+        params=params.layout,
+        n_panels=n_panels,
+        reserve=reserve,
+        no_gutter=no_gutter,
+        bottom_band=fe.caption_band if fe is not None else 0,
+    )
+    panel_rngs = erng.spawn(len(layout.slots)) if erng is not None else None
 
     border_fig = None
     if rng.random() < params.border_rate:
@@ -274,8 +325,10 @@ def sample_figure(
             used.add(ref.source_id)
         text, psize = None, 0
         if placement is not None:
-            text = labels[k] if labels is not None and k < len(labels) else L.label_text(
-                grammar or "upper", k, slot.group, slot.index_in_group
+            text = (
+                labels[k]
+                if labels is not None and k < len(labels)
+                else L.label_text(grammar or "upper", k, slot.group, slot.index_in_group)
             )
             psize = max(8, min(size, int(min(slot.w, slot.h) * 0.4)))
         with_box = with_box_fig and placement is not None and placement.startswith("inside")
@@ -286,7 +339,9 @@ def sample_figure(
             pads = (0, 0, 0)  # label room (top, left, right) inside the panel box
             if text is not None and placement is not None and placement.startswith("inside"):
                 _, _, tw, th = _text_size(font_name, psize, text)
-                extra = 2 * (max(1, psize // 6) if with_box else 0) + 2 * max(1, min(slot.w, slot.h) // 40) + 1
+                extra = (
+                    2 * (max(1, psize // 6) if with_box else 0) + 2 * max(1, min(slot.w, slot.h) // 40) + 1
+                )
                 box_place = "inside_tl"  # a chart's letter sits at its top left, as in papers
                 options = [(th + extra, 0, 0), (0, tw + extra, 0)]
                 # the band above or the gutter beside the chart, whichever leaves the larger chart
@@ -299,7 +354,13 @@ def sample_figure(
                     box_place = placement  # a tiny slot: the label goes over the chart
                 else:
                     pads = best
-            (px, py, pw, ph), content = _fit_plot(src.width, src.height, slot.box, pads, layout.align, params.max_plot_stretch)
+            (px, py, pw, ph), content = _fit_plot(
+                src.width, src.height, slot.box, pads, layout.align, params.max_plot_stretch
+            )
+            label_box = (px, py, pw, ph)
+            if no_gutter:  # the panel is its whole cell (touching its neighbours), the chart inside
+                content = (px - slot.x + content[0], py - slot.y + content[1], content[2], content[3])
+                px, py, pw, ph = slot.box
             crop = (0.0, 0.0, float(src.width), float(src.height))
             fill = tuple(int(v) for v in src.getpixel((0, 0)))
             level = 0
@@ -309,9 +370,29 @@ def sample_figure(
             if level:
                 src = pool.level(ref, level)
                 crop = (0.0, 0.0, float(src.width), float(src.height))
-            label = _label_spec(rng, text, box_place, (px, py, pw, ph), font_name, psize, with_box, (width, height), bg)
+            label = _label_spec(
+                rng, text, box_place, label_box, font_name, psize, with_box, (width, height), bg
+            )
+            if fe is not None:
+                _light_label(label, fe)
             panels.append(
-                PanelSpec(px, py, pw, ph, m, ref.source_id, crop, None, None, border_fig, label, None, level, content, fill)
+                PanelSpec(
+                    px,
+                    py,
+                    pw,
+                    ph,
+                    m,
+                    ref.source_id,
+                    crop,
+                    None,
+                    None,
+                    border_fig,
+                    label,
+                    None,
+                    level,
+                    content,
+                    fill,
+                )
             )
             images.append(src)
             continue
@@ -321,7 +402,9 @@ def sample_figure(
             transpose = int(_choice(rng, [Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270]))
         elif rng.random() < params.flip_rate:
             transpose = int(Image.Transpose.FLIP_LEFT_RIGHT)
-        crop_aspect = 1 / aspect if transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270) else aspect
+        crop_aspect = (
+            1 / aspect if transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270) else aspect
+        )
         crop = _crop_box(rng, src.width, src.height, crop_aspect, params.min_crop)
         jitter = None
         if rng.random() < params.jitter_rate:
@@ -339,7 +422,10 @@ def sample_figure(
             zx = float(rng.uniform(l_, r_ - zw))
             zy = float(rng.uniform(t_, b_ - zh))
             inset = {
-                "x": ix, "y": iy, "w": iw, "h": ih,
+                "x": ix,
+                "y": iy,
+                "w": iw,
+                "h": ih,
                 "crop": (round(zx, 2), round(zy, 2), round(zx + zw, 2), round(zy + zh, 2)),
                 "border": (1, _choice(rng, [(255, 255, 255), (255, 255, 0), (0, 0, 0)])),
             }
@@ -347,20 +433,55 @@ def sample_figure(
         # per-panel resize touches few pixels (insets keep full resolution for their zoom)
         level = 0
         if inset is None:
-            target_w = slot.h if transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270) else slot.w
+            target_w = (
+                slot.h if transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270) else slot.w
+            )
             scale = (crop[2] - crop[0]) / max(1, target_w)
             while level < MAX_SOURCE_LEVEL and scale >= 2 ** (level + 1):
                 level += 1
         if level:
             src = pool.level(ref, level)
             f = float(2**level)
-            crop = (round(crop[0] / f, 2), round(crop[1] / f, 2), round(crop[2] / f, 2), round(crop[3] / f, 2))
+            crop = (
+                round(crop[0] / f, 2),
+                round(crop[1] / f, 2),
+                round(crop[2] / f, 2),
+                round(crop[3] / f, 2),
+            )
         label = _label_spec(rng, text, placement, slot.box, font_name, psize, with_box, (width, height), bg)
+        mask, marks = None, []
+        if fe is not None and panel_rngs is not None and params.elements is not None:
+            _light_label(label, fe)
+            avoid = [] if label is None else [label.bbox]
+            if inset is not None:
+                avoid.append((inset["x"], inset["y"], inset["w"], inset["h"]))
+            mask, marks = _photo_elements(
+                panel_rngs[k], params.elements, slot.box, bg, inset is not None, avoid
+            )
         panels.append(
-            PanelSpec(slot.x, slot.y, slot.w, slot.h, m, ref.source_id, crop, transpose, jitter, border_fig, label, inset, level)
+            PanelSpec(
+                slot.x,
+                slot.y,
+                slot.w,
+                slot.h,
+                m,
+                ref.source_id,
+                crop,
+                transpose,
+                jitter,
+                border_fig,
+                label,
+                inset,
+                level,
+                mask=mask,
+                marks=marks,
+            )
         )
         images.append(src)
 
+    caption = None
+    if fe is not None:
+        caption = E.sample_caption(fe, width, height, layout.margins[0], layout.margins[2], bg)
     spec = FigureSpec(
         width=width,
         height=height,
@@ -370,8 +491,53 @@ def sample_figure(
         placement=placement,
         layout=layout.to_dict(),
         panels=panels,
+        elements=fe,
+        caption=caption,
     )
     return spec, images
+
+
+# in a no-gutter figure an outside placement moves to the nearest inside corner
+NO_GUTTER_PLACEMENT = {"outside_top": "inside_tl", "outside_left": "inside_tl"}
+
+
+def _light_label(label: LabelSpec | None, fe: E.FigureElements) -> None:
+    """A dark figure's labels are light (on a black box where the label has one)."""
+    if label is None or fe.label_color is None:
+        return
+    label.color = fe.label_color
+    if label.box is not None:
+        label.box_color = (0, 0, 0)
+
+
+def _photo_elements(
+    rng: np.random.Generator,
+    p: E.ElementParams,
+    box: tuple[int, int, int, int],
+    bg: tuple[int, int, int],
+    has_inset: bool,
+    avoid: list[tuple[int, int, int, int]],
+) -> tuple[dict[str, float] | None, list[dict[str, Any]]]:
+    """The round mask and marks of one photographic panel, from the panel's own stream.
+
+    Two uniforms first (mask?, marks?) and the mask's geometry always, so switching one of the
+    two off leaves the other's draws alone.  No mask on a dark background (the panel's edge would
+    vanish) or on a panel with an inset, too small or too elongated.
+    """
+    u_mask, u_marks = rng.random(2)
+    circle = E.sample_round_mask(rng, box[2], box[3])
+    lum = 0.299 * bg[0] + 0.587 * bg[1] + 0.114 * bg[2]
+    short, long_ = min(box[2], box[3]), max(box[2], box[3])
+    use_mask = (
+        u_mask < p.round_mask_rate
+        and lum >= 80
+        and not has_inset
+        and short >= E.MIN_MASK_PANEL
+        and long_ <= E.MASK_MAX_ASPECT * short
+    )
+    mask = circle if use_mask else None
+    marks = E.sample_marks(rng, p, box, mask, avoid) if u_marks < p.annotation_rate else []
+    return mask, marks
 
 
 def _fit_plot(
@@ -407,7 +573,9 @@ def _fit_plot(
     return (px, py, pw, ph), (left, top, cw, ch)
 
 
-def _plot_area(src_w: int, src_h: int, slot: tuple[int, int, int, int], pads: tuple[int, int, int], max_stretch: float) -> int:
+def _plot_area(
+    src_w: int, src_h: int, slot: tuple[int, int, int, int], pads: tuple[int, int, int], max_stretch: float
+) -> int:
     _, (_, _, cw, ch) = _fit_plot(src_w, src_h, slot, pads, "start", max_stretch)
     return cw * ch
 
@@ -451,7 +619,9 @@ def _jitter_lut(offset: float, gain: float) -> np.ndarray:
     return np.round(v).astype(np.uint8)
 
 
-def _render_panel(src: Image.Image, w: int, h: int, crop: Sequence[float], transpose: int | None) -> Image.Image:
+def _render_panel(
+    src: Image.Image, w: int, h: int, crop: Sequence[float], transpose: int | None
+) -> Image.Image:
     rotated = transpose in (Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270)
     size = (h, w) if rotated else (w, h)
     out = src.resize(size, Image.Resampling.BILINEAR, box=tuple(crop), reducing_gap=None)
@@ -467,6 +637,9 @@ def compose(spec: FigureSpec, panels: Sequence[Image.Image]) -> tuple[Image.Imag
     canvas = Image.new("RGB", (spec.width, spec.height), tuple(spec.background))
     draw = ImageDraw.Draw(canvas)
     anns: list[dict[str, Any]] = []
+    separator = spec.elements.separator if spec.elements is not None else None
+    first_x = min((p.x for p in spec.panels), default=0)
+    first_y = min((p.y for p in spec.panels), default=0)
     for p, src in zip(spec.panels, panels, strict=True):
         if p.content is not None:
             dx, dy, cw, ch = p.content
@@ -476,7 +649,13 @@ def compose(spec: FigureSpec, panels: Sequence[Image.Image]) -> tuple[Image.Imag
             tile = _render_panel(src, p.w, p.h, p.crop, p.transpose)
         if p.jitter is not None:
             tile = Image.fromarray(_jitter_lut(*p.jitter)[np.asarray(tile)], "RGB")
+        if p.mask is not None:
+            tile = E.apply_round_mask(tile, p.mask)
+        if p.marks:
+            E.draw_marks(tile, (p.x, p.y), p.marks)
         canvas.paste(tile, (p.x, p.y))
+        if separator is not None:
+            E.draw_separator(draw, (p.x, p.y, p.w, p.h), first_x, first_y, separator)
         if p.inset is not None:
             ins = p.inset
             zoom = src.resize((ins["w"], ins["h"]), Image.Resampling.BILINEAR, box=tuple(ins["crop"]))
@@ -484,7 +663,11 @@ def compose(spec: FigureSpec, panels: Sequence[Image.Image]) -> tuple[Image.Imag
                 zoom = zoom.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
             canvas.paste(zoom, (ins["x"], ins["y"]))
             bw, bc = ins["border"]
-            draw.rectangle((ins["x"], ins["y"], ins["x"] + ins["w"] - 1, ins["y"] + ins["h"] - 1), outline=tuple(bc), width=bw)
+            draw.rectangle(
+                (ins["x"], ins["y"], ins["x"] + ins["w"] - 1, ins["y"] + ins["h"] - 1),
+                outline=tuple(bc),
+                width=bw,
+            )
         if p.border is not None:
             bw, bc = p.border
             draw.rectangle((p.x, p.y, p.x + p.w - 1, p.y + p.h - 1), outline=tuple(bc), width=bw)
@@ -508,8 +691,12 @@ def compose(spec: FigureSpec, panels: Sequence[Image.Image]) -> tuple[Image.Imag
                 color = (0, 0, 0) if mean > 110 else (255, 255, 255)
                 lab.color = color  # recorded as drawn
             mask, (ox, oy) = L.text_mask(lab.font, lab.size, lab.text)
-            canvas.paste(color, (lab.x + ox, lab.y + oy, lab.x + ox + mask.width, lab.y + oy + mask.height), mask)
+            canvas.paste(
+                color, (lab.x + ox, lab.y + oy, lab.x + ox + mask.width, lab.y + oy + mask.height), mask
+            )
             ann["label"] = lab.text
             ann["label_bbox"] = list(lab.bbox)
         anns.append(ann)
+    if spec.caption is not None:
+        E.draw_caption(draw, spec.caption)
     return canvas, anns

@@ -13,6 +13,12 @@ Margins and gutters follow the public generator: Beta(2, 10) x 50 px (scaled by
 ``min(width, height) / 512``).  Panels keep one aspect ratio per figure (or per row) when
 ``aspect_mode`` says so, centred or top-left aligned in their cell; ``fill`` uses the cell.
 Outside labels reserve a band above (``outside_top``) or left of (``outside_left``) every cell.
+
+Two options serve :mod:`pmcflow.synth.elements` and take no extra random draws (a layout drawn
+with them has the same kind, structure and margins as without): ``no_gutter`` sets both gutters
+to 0 and makes every panel fill its cell, so neighbouring panels touch (their boxes are adjacent
+and disjoint: cells are cut at shared rounded edges); ``bottom_band`` keeps that many pixels free
+under the layout (a caption band).
 """
 
 from __future__ import annotations
@@ -81,7 +87,26 @@ class Layout:
 # an m x n grid with m, n uniform in 1..5 averages 9. A single panel teaches the detector that a
 # whole chart is one box. Mean 4.8.
 PANEL_COUNT_WEIGHTS: tuple[float, ...] = (
-    0.10, 0.19, 0.14, 0.16, 0.08, 0.12, 0.03, 0.06, 0.04, 0.02, 0.01, 0.02, 0.0, 0.0, 0.01, 0.01, 0.0, 0.0, 0.0, 0.01,
+    0.10,
+    0.19,
+    0.14,
+    0.16,
+    0.08,
+    0.12,
+    0.03,
+    0.06,
+    0.04,
+    0.02,
+    0.01,
+    0.02,
+    0.0,
+    0.0,
+    0.01,
+    0.01,
+    0.0,
+    0.0,
+    0.0,
+    0.01,
 )
 
 
@@ -194,8 +219,14 @@ def sample_layout(
     params: LayoutParams = LayoutParams(),
     n_panels: int | None = None,
     reserve: tuple[int, int] = (0, 0),
+    no_gutter: bool = False,
+    bottom_band: int = 0,
 ) -> Layout:
-    """Sample a layout for a ``width x height`` canvas (``n_panels`` forces the panel count)."""
+    """Sample a layout for a ``width x height`` canvas (``n_panels`` forces the panel count).
+
+    ``no_gutter``: gutters 0 and panels filling their cells (touching panels); ``bottom_band``:
+    pixels kept free below the layout.  Neither changes the random draws.
+    """
     kind, structure = choose_structure(rng, params, n_panels)
     scale = params.gap_scale_px * min(width, height) / 512.0
     gap_x, gap_y = _beta_px(rng, scale), _beta_px(rng, scale)
@@ -208,6 +239,12 @@ def sample_layout(
     row_aspects = [float(ASPECTS[int(rng.integers(len(ASPECTS)))]) for _ in structure]
     big_frac = float(rng.uniform(0.45, 0.66))
     big_left = bool(rng.random() < 0.75)
+    if no_gutter:  # after every draw: the stream is the same with and without
+        gap_x = gap_y = 0
+        aspect_mode = "fill"
+    area_h = height - max(0, int(bottom_band))
+    if area_h < 1:
+        raise ValueError(f"bottom_band {bottom_band} leaves no room on a {width}x{height} canvas")
 
     def aspect_for(i: int) -> float | None:
         if aspect_mode == "fill":
@@ -216,13 +253,31 @@ def sample_layout(
 
     # shrink gutters and margins when panels would get too small (many panels, small canvas)
     for _ in range(4):
-        slots = _build(kind, structure, width, height, margins, gap_x, gap_y, reserve, aspect_for, align, big_frac, big_left)
+        slots = _build(
+            kind,
+            structure,
+            width,
+            area_h,
+            margins,
+            gap_x,
+            gap_y,
+            reserve,
+            aspect_for,
+            align,
+            big_frac,
+            big_left,
+        )
         if min(min(s.w, s.h) for s in slots) >= params.min_panel_px:
             break
         gap_x, gap_y = gap_x // 2, gap_y // 2
         margins = tuple(m // 2 for m in margins)
     ml, mt, mr, mb = margins
     rl, rt = reserve
+    meta: dict[str, Any] = {"figure_aspect": round(fig_aspect, 4)}
+    if no_gutter:
+        meta["no_gutter"] = True
+    if bottom_band:
+        meta["bottom_band"] = int(bottom_band)
 
     return Layout(
         width=width,
@@ -236,9 +291,8 @@ def sample_layout(
         aspect_mode=aspect_mode,
         align=align,
         reserve=(rl, rt),
-        meta={"figure_aspect": round(fig_aspect, 4)},
+        meta=meta,
     )
-
 
 
 def _build(
@@ -286,6 +340,7 @@ def _build(
     else:
         raise ValueError(f"unknown layout kind {kind!r}")
     return slots
+
 
 def boxes_overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
     ax, ay, aw, ah = a

@@ -8,6 +8,7 @@ combines the shard COCO files into the same annotations a single run would write
 Output of one run (or shard) in ``out_dir``::
 
     images/synth_<i:08d>.png      RGB PNG, fixed options, no metadata
+    images/synth_<i:08d>.jpg      ... or RGB JPEG (baseline, quality and subsampling per figure)
     labels/synth_<i:08d>.txt      YOLO: "0 cx cy w h" (normalised), one line per panel
     annotations.json              COCO; panel labels under "label_annotations"
     records.jsonl                 every parameter used per figure (the sampled FigureSpec)
@@ -20,6 +21,13 @@ from its own datasets (``split=``); every COCO annotation then names its ``datas
 ``license`` (an id into the COCO ``licenses`` list), ``datasets`` lists each dataset's modality,
 licence and URL, ``info.split`` and ``sources.json`` name the split.  Builtin pools and old-format
 ``{modality: [paths]}`` files add none of these keys, so their outputs are unchanged.
+
+Realistic elements (:mod:`pmcflow.synth.elements`, config ``synth.elements``, ``elements=``): a
+share of figures is written as JPEG (``file_name`` ``images/synth_<i>.jpg``; each figure's
+format and quality come from its own random stream, so a figure has the same bytes in any shard),
+the rest as PNG; ``info.elements`` records the settings, so shards rendered with different
+settings do not merge.  Every consumer reads the image named by ``file_name``, never assumes
+``.png``.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import heapq
+import io
 import json
 import os
 import struct
@@ -34,6 +43,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +52,11 @@ from PIL import Image
 
 from pmcflow import __version__
 from pmcflow import tables as T
+from pmcflow.config import parse_override
 from pmcflow.progress import progress
 from pmcflow.seeding import rng_for
 from pmcflow.synth.compose import FigureParams, compose, sample_figure
+from pmcflow.synth.elements import RATE_KEYS, ElementParams
 from pmcflow.synth.sources import (
     SPLITS,
     NoUsableSource,
@@ -138,10 +150,43 @@ def provenance(pool: SourcePool) -> tuple[list[dict[str, Any]], list[dict[str, A
 def render_one(
     i: int, seed: int, pool: SourcePool, width: int, height: int, params: FigureParams
 ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
-    """Render figure ``i``: (image, annotations, record)."""
+    """Render figure ``i``: (image, annotations, record).  The record's ``elements.encoding``
+    (present with ``params.elements``) says how to write the image (:func:`encode_figure`)."""
     spec, panels = sample_figure(rng_for(seed, "synth", i), pool, width, height, params=params)
     im, anns = compose(spec, panels)
     return im, anns, spec.to_record()
+
+
+IMAGE_EXTENSIONS = {"png": ".png", "jpeg": ".jpg"}
+
+
+def jpeg_bytes(im: Image.Image, quality: int, subsampling: str = "4:2:0") -> bytes:
+    """Encode an RGB image as a baseline JPEG: fixed quality and chroma subsampling, no EXIF/ICC,
+    no optimised tables (output depends only on the pixels, the options and the libjpeg build)."""
+    if im.mode != "RGB":
+        im = im.convert("RGB")
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", quality=int(quality), subsampling=subsampling, optimize=False, progressive=False)
+    return buf.getvalue()
+
+
+def encode_figure(
+    im: Image.Image, encoding: Mapping[str, Any] | None, compress_level: int = 1
+) -> tuple[bytes, str]:
+    """``(bytes, extension)`` of a figure: PNG (:func:`png_bytes`) or JPEG (:func:`jpeg_bytes`)."""
+    enc = encoding or {"format": "png"}
+    if enc["format"] == "jpeg":
+        return jpeg_bytes(im, int(enc["quality"]), str(enc.get("subsampling", "4:2:0"))), IMAGE_EXTENSIONS[
+            "jpeg"
+        ]
+    if enc["format"] != "png":
+        raise ValueError(f"unknown image format {enc['format']!r}")
+    return png_bytes(im, compress_level), IMAGE_EXTENSIONS["png"]
+
+
+def element_params(elements: ElementParams | Mapping[str, Any] | None) -> ElementParams:
+    """``synth.elements`` settings: as given, or a (partial) mapping with the schema's defaults."""
+    return elements if isinstance(elements, ElementParams) else ElementParams.from_config(elements)
 
 
 def _png_chunk(tag: bytes, data: bytes) -> bytes:
@@ -168,20 +213,29 @@ def png_bytes(im: Image.Image, level: int = 1) -> bytes:
     comp = zlib.compressobj(level, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
     idat = comp.compress(memoryview(raw).cast("B")) + comp.flush()
     ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", idat) + _png_chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", ihdr)
+        + _png_chunk(b"IDAT", idat)
+        + _png_chunk(b"IEND", b"")
+    )
 
 
 def _yolo_lines(anns: Iterable[Mapping[str, Any]], width: int, height: int) -> str:
     lines = []
     for a in anns:
         x, y, w, h = a["bbox"]
-        lines.append(f"0 {(x + w / 2) / width:.6f} {(y + h / 2) / height:.6f} {w / width:.6f} {h / height:.6f}")
+        lines.append(
+            f"0 {(x + w / 2) / width:.6f} {(y + h / 2) / height:.6f} {w / width:.6f} {h / height:.6f}"
+        )
     return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _write_compact_json(path: Path, obj: Any) -> None:
     """Sorted keys, no indentation (the C encoder: a 500k-figure COCO file stays fast to write)."""
-    _write_bytes(path, (json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+    _write_bytes(
+        path, (json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    )
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
@@ -221,10 +275,14 @@ def _render_into(
     # per-figure files are written in place (one open each; atomic renames cost more than the
     # encoding at this rate); annotations.json and counts.json, written atomically last, mark
     # a complete run, and a rerun rewrites every file identically.
-    (out / "images" / f"{name}.png").write_bytes(png_bytes(im, compress_level))
+    data, ext = encode_figure(im, (rec.get("elements") or {}).get("encoding"), compress_level)
+    (out / "images" / f"{name}{ext}").write_bytes(data)
+    for other in IMAGE_EXTENSIONS.values():  # a rerun with other settings leaves no stale twin
+        if other != ext:
+            (out / "images" / f"{name}{other}").unlink(missing_ok=True)
     (out / "labels" / f"{name}.txt").write_bytes(_yolo_lines(anns, width, height).encode())
     image_id = i + 1
-    images.append({"id": image_id, "file_name": f"images/{name}.png", "width": width, "height": height})
+    images.append({"id": image_id, "file_name": f"images/{name}{ext}", "width": width, "height": height})
     for k, a in enumerate(anns):
         ann_id = image_id * ANN_ID_STRIDE + k
         x, y, w, h = a["bbox"]
@@ -257,7 +315,12 @@ def _render_into(
                     "area": lw * lh,
                 }
             )
-    rec_fh.write(json.dumps({"index": i, "name": name, "seed": seed, "spec": rec}, sort_keys=True, separators=(",", ":")) + "\n")
+    rec_fh.write(
+        json.dumps(
+            {"index": i, "name": name, "seed": seed, "spec": rec}, sort_keys=True, separators=(",", ":")
+        )
+        + "\n"
+    )
 
 
 def render(
@@ -274,6 +337,7 @@ def render(
     compress_level: int = 1,
     validate_sources: bool = False,
     split: str | None = None,
+    elements: ElementParams | Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Render figures ``start .. start+n-1`` (or one shard of them) into ``out_dir``.
 
@@ -281,12 +345,17 @@ def render(
     every source up front so all bad sources are listed even if no figure drew them (cheap for
     the builtin pool, slow for a large production pool).  ``split`` (train, val, holdout) picks
     the datasets of a ``datasets`` sources file; builtin and old-format sources ignore it.
+    ``elements``: the ``synth.elements`` settings (a partial mapping is completed with the
+    schema's defaults; None = the defaults; :meth:`ElementParams.off` = none); they replace
+    ``params.elements``.
     """
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     width, height = parse_size(size)
-    params = params or FigureParams()
-    pool = make_pool(sources, max_side=max(width, height), split=split)  # a bad sources file fails before any output
+    params = replace(params or FigureParams(), elements=element_params(elements))
+    pool = make_pool(
+        sources, max_side=max(width, height), split=split
+    )  # a bad sources file fails before any output
     licenses, datasets, license_of = provenance(pool)
     out = Path(out_dir)
     (out / "images").mkdir(parents=True, exist_ok=True)
@@ -304,7 +373,23 @@ def render(
     with T.atomic_open(out / "records.jsonl", "w", encoding="utf-8") as rec_fh:  # streamed: bounded memory
         desc = "render" if shard is None else f"render shard-{shard:04d}"
         for i in progress(indices, desc=desc, unit="figure"):
-            _render_into(i, seed, pool, width, height, params, out, compress_level, rec_fh, images, annotations, label_annotations, failed, failures, license_of)
+            _render_into(
+                i,
+                seed,
+                pool,
+                width,
+                height,
+                params,
+                out,
+                compress_level,
+                rec_fh,
+                images,
+                annotations,
+                label_annotations,
+                failed,
+                failures,
+                license_of,
+            )
     panels = len(annotations)
     elapsed = time.perf_counter() - t0
 
@@ -318,6 +403,7 @@ def render(
             "shard": shard,
             "num_shards": num_shards,
             "size": [width, height],
+            "elements": params.elements.to_dict() if params.elements is not None else None,
         },
         "licenses": licenses,
         "categories": CATEGORIES,
@@ -326,7 +412,9 @@ def render(
         "label_annotations": label_annotations,
     }
     sources_doc: dict[str, Any] = {
-        "modalities": {m: [{"id": r.source_id, "origin": r.origin} for r in refs] for m, refs in pool.refs.items()},
+        "modalities": {
+            m: [{"id": r.source_id, "origin": r.origin} for r in refs] for m, refs in pool.refs.items()
+        },
         "unavailable": pool.unavailable,
     }
     if datasets:
@@ -362,7 +450,9 @@ def render(
     return counts
 
 
-def merge_shards(shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+def merge_shards(
+    shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
+) -> dict[str, Any]:
     """Merge shard outputs into ``out_dir/annotations.json`` (+ counts.json, records.jsonl).
 
     Images stay where they are; ``file_name`` is rewritten relative to ``out_dir``.  The result
@@ -431,7 +521,9 @@ def _records_by_index(fh: Iterable[str]) -> Iterator[tuple[int, str]]:
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="pmcflow render", description="Render synthetic compound figures (COCO + YOLO).")
+    ap = argparse.ArgumentParser(
+        prog="pmcflow render", description="Render synthetic compound figures (COCO + YOLO)."
+    )
     ap.add_argument("--n", type=int, help="number of figures in the whole run")
     ap.add_argument("--seed", type=int, default=20260415)
     ap.add_argument("--out", required=True, help="output directory (of this shard, or of the merge)")
@@ -444,10 +536,30 @@ def cli(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="YAML/JSON sources file: {datasets: {name: {modality, path, licence, splits}}} or {modality: [dirs or .parquet]}; default: builtin panels",
     )
-    ap.add_argument("--split", choices=SPLITS, default=None, help="the split to render: picks its datasets from a datasets sources file")
+    ap.add_argument(
+        "--split",
+        choices=SPLITS,
+        default=None,
+        help="the split to render: picks its datasets from a datasets sources file",
+    )
     ap.add_argument("--compress-level", type=int, default=1, help="PNG zlib level (fixed per run)")
-    ap.add_argument("--validate-sources", action="store_true", help="decode every source first and list all bad ones")
-    ap.add_argument("--merge", nargs="+", metavar="SHARD_DIR", help="merge these shard outputs into --out instead of rendering")
+    ap.add_argument(
+        "--element",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a synth.elements setting (e.g. jpeg_rate=0, jpeg_quality=[80,90]); repeatable; the rest: schema defaults",
+    )
+    ap.add_argument("--no-elements", action="store_true", help="every synth.elements rate 0 (PNG, no extras)")
+    ap.add_argument(
+        "--validate-sources", action="store_true", help="decode every source first and list all bad ones"
+    )
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="SHARD_DIR",
+        help="merge these shard outputs into --out instead of rendering",
+    )
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.merge:
         total = merge_shards(args.merge, args.out)
@@ -456,6 +568,9 @@ def cli(argv: Sequence[str] | None = None) -> int:
     if args.n is None:
         ap.error("--n is required unless --merge is given")
     sources = load_sources_file(args.sources) if args.sources else None
+    elements: dict[str, Any] = dict.fromkeys(RATE_KEYS, 0.0) if args.no_elements else {}
+    for item in args.element:
+        elements.update(parse_override(item))
     counts = render(
         args.n,
         args.seed,
@@ -468,7 +583,10 @@ def cli(argv: Sequence[str] | None = None) -> int:
         compress_level=args.compress_level,
         validate_sources=args.validate_sources,
         split=args.split,
+        elements=element_params(elements),
     )
     rate = counts["kept"] / counts["seconds"] if counts["seconds"] else float("nan")
-    print(f"rendered {counts['kept']}/{counts['in']} figures ({counts['extra']['panels']} panels) in {counts['seconds']:.1f}s = {rate:.1f}/s -> {args.out}")
+    print(
+        f"rendered {counts['kept']}/{counts['in']} figures ({counts['extra']['panels']} panels) in {counts['seconds']:.1f}s = {rate:.1f}/s -> {args.out}"
+    )
     return 0 if counts["kept"] == counts["in"] else 1
