@@ -102,12 +102,7 @@ def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
 def subsection(value: Mapping[str, Any] | None, *path: str) -> dict[str, Any]:
     """The config object at key ``path`` (``("enrich", "subcaption")``) given as ``value``, with the
     schema's defaults filled in and checked, as :func:`section` does for a top-level section."""
-    node: Mapping[str, Any] = load_schema()
-    for depth, key in enumerate(path):
-        props = node.get("properties") or {}
-        if key not in props:
-            raise ConfigError(f"no config section {'.'.join(path[: depth + 1])!r} in the schema")
-        node = props[key]
+    node = _schema_node(*path)
     out = _fill_defaults(copy.deepcopy(dict(value or {})), node)
     msgs = _schema_errors(node, out, prefix=tuple(path))
     if msgs:
@@ -119,11 +114,19 @@ def unset_defaults(*path: str) -> dict[str, Any]:
     """``{key: x-default}`` of the object at key ``path``: the value a stage gives a key left unset
     after its preset (``train``: the ``openpmc18m`` recipe) had its say. Written as ``x-default``
     rather than ``default`` so that loading a config does not fill it in ahead of the preset."""
-    node: Mapping[str, Any] = load_schema()
-    for key in path:
-        node = (node.get("properties") or {})[key]
-    props = node.get("properties") or {}
+    props = _schema_node(*path).get("properties") or {}
     return {key: copy.deepcopy(spec["x-default"]) for key, spec in props.items() if "x-default" in spec}
+
+
+def _schema_node(*path: str) -> Mapping[str, Any]:
+    """The schema of the config object at key ``path``; :class:`ConfigError` if there is none."""
+    node: Mapping[str, Any] = load_schema()
+    for depth, key in enumerate(path):
+        props = node.get("properties") or {}
+        if key not in props:
+            raise ConfigError(f"no config section {'.'.join(path[: depth + 1])!r} in the schema")
+        node = props[key]
+    return node
 
 
 def deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -87,27 +87,8 @@ class Layout:
 # an m x n grid with m, n uniform in 1..5 averages 9. A single panel teaches the detector that a
 # whole chart is one box. Mean 4.8.
 PANEL_COUNT_WEIGHTS: tuple[float, ...] = (
-    0.10,
-    0.19,
-    0.14,
-    0.16,
-    0.08,
-    0.12,
-    0.03,
-    0.06,
-    0.04,
-    0.02,
-    0.01,
-    0.02,
-    0.0,
-    0.0,
-    0.01,
-    0.01,
-    0.0,
-    0.0,
-    0.0,
-    0.01,
-)
+    0.10, 0.19, 0.14, 0.16, 0.08, 0.12, 0.03, 0.06, 0.04, 0.02, 0.01, 0.02, 0.0, 0.0, 0.01, 0.01, 0.0, 0.0, 0.0, 0.01,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
