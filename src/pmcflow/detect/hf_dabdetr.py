@@ -40,7 +40,7 @@ from pmcflow.detect.base import (
     Timer,
     TrainResult,
     as_rgb,
-    coerce_params,
+    backend_params,
     nms_boxes,
     param_defaults,
     read_dataset,
@@ -219,7 +219,7 @@ class HFDabDetrDetector(EvaluateMixin):
     name = "transformers"
 
     def __init__(self, checkpoint: str | os.PathLike[str] | None = None, **params: Any) -> None:
-        self.params = coerce_params(DEFAULTS, params)
+        self.params = backend_params("transformers", params)
         self._explicit = set(params)
         self.checkpoint = None if checkpoint is None else Path(checkpoint)
         self._model: Any = None
@@ -261,7 +261,7 @@ class HFDabDetrDetector(EvaluateMixin):
     def train(self, train_dir: Path, val_dir: Path | None, out_dir: Path, params: Params) -> TrainResult:
         import torch
 
-        p = coerce_params(DEFAULTS, {**self.params, **dict(params)})
+        p = backend_params("transformers", self.params, params)
         spec = init_spec(p)  # a bad init fails before any data is read
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)

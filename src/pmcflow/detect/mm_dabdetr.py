@@ -34,7 +34,7 @@ from pmcflow.detect.base import (
     Timer,
     TrainResult,
     as_rgb,
-    coerce_params,
+    backend_params,
     nms_boxes,
     param_defaults,
     read_dataset,
@@ -252,7 +252,7 @@ class MMDetDabDetrDetector(EvaluateMixin):
 
     def __init__(self, checkpoint: str | os.PathLike[str] | None = None, **params: Any) -> None:
         require_mmcv()
-        self.params = coerce_params(DEFAULTS, params)
+        self.params = backend_params("mmdet", params)
         self.checkpoint = None if checkpoint is None else Path(checkpoint)
         self._model: Any = None
 
@@ -261,7 +261,7 @@ class MMDetDabDetrDetector(EvaluateMixin):
         from mmengine.runner import Runner
 
         _allow_full_checkpoint_load()
-        p = coerce_params(DEFAULTS, {**self.params, **dict(params)})
+        p = backend_params("mmdet", self.params, params)
         out_dir = Path(out_dir).resolve()
         out_dir.mkdir(parents=True, exist_ok=True)
         train_dir = Path(train_dir).resolve()

@@ -39,7 +39,7 @@ from pmcflow.detect.base import (
     Timer,
     TrainResult,
     as_rgb,
-    coerce_params,
+    backend_params,
     nms_boxes,
     param_defaults,
     read_dataset,
@@ -246,7 +246,7 @@ class XYCutDetector(EvaluateMixin):
                 path = path / "xycut.json"
             with open(path, encoding="utf-8") as fh:
                 base = dict(json.load(fh)["params"])
-        self.params = coerce_params(DEFAULTS, {**base, **params})
+        self.params = backend_params("xycut", base, params)
 
     # -- inference ------------------------------------------------------------------------------
     def detect_one(self, img: Image.Image, params: dict[str, Any] | None = None) -> list[Box]:
@@ -281,7 +281,7 @@ class XYCutDetector(EvaluateMixin):
     def train(self, train_dir: Path, val_dir: Path | None, out_dir: Path, params: Params) -> TrainResult:
         from pmcflow.detect.evaluate import evaluate
 
-        p = coerce_params(DEFAULTS, {**self.params, **dict(params)})
+        p = backend_params("xycut", self.params, params)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         history: list[dict[str, Any]] = []

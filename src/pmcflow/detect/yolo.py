@@ -32,7 +32,7 @@ from pmcflow.detect.base import (
     Timer,
     TrainResult,
     as_rgb,
-    coerce_params,
+    backend_params,
     param_defaults,
     read_dataset,
     resolve_device,
@@ -179,7 +179,7 @@ class UltralyticsDetector(EvaluateMixin):
     name = "ultralytics"
 
     def __init__(self, checkpoint: str | os.PathLike[str] | None = None, **params: Any) -> None:
-        self.params = coerce_params(DEFAULTS, params)
+        self.params = backend_params("ultralytics", params)
         self._explicit = set(params)
         self.checkpoint = None if checkpoint is None else Path(checkpoint)
         if self.checkpoint is not None and self.checkpoint.is_dir():
@@ -206,7 +206,7 @@ class UltralyticsDetector(EvaluateMixin):
         return self._model
 
     def train(self, train_dir: Path, val_dir: Path | None, out_dir: Path, params: Params) -> TrainResult:
-        p = coerce_params(DEFAULTS, {**self.params, **dict(params)})
+        p = backend_params("ultralytics", self.params, params)
         ensure_offline_env()
 
         out_dir = Path(out_dir).resolve()
