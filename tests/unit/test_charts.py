@@ -38,7 +38,7 @@ AXES_KINDS = (
 @pytest.fixture(scope="module")
 def canvases() -> dict[tuple[str, int], tuple[np.ndarray, int]]:
     """Every registered variant's full canvas (before the crop) and its crop margin."""
-    return {(kind, k): C.render_canvas(kind, k) for kind in C.CHART_KINDS for k in range(C.VARIANTS)}
+    return {(kind, k): C.render_canvas(kind, k) for kind in C.CHART_KINDS for k in range(C.variants(kind))}
 
 
 def _crop(canvases, kind: str, k: int) -> np.ndarray:
@@ -53,7 +53,7 @@ def _ink(a: np.ndarray, level: int = 110) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", C.CHART_KINDS)
 def test_every_kind_renders_an_rgb_image_of_sane_size(kind, canvases):
-    for k in range(C.VARIANTS):
+    for k in range(C.variants(kind)):
         a = _crop(canvases, kind, k)
         h, w = a.shape[:2]
         assert a.dtype == np.uint8 and a.shape[2] == 3
@@ -70,7 +70,7 @@ def test_every_kind_renders_an_rgb_image_of_sane_size(kind, canvases):
 @pytest.mark.parametrize("kind", C.CHART_KINDS)
 def test_nothing_is_cut_at_the_canvas_edge(kind, canvases):
     """Labels, legends and tick labels are inside the canvas: its outer 2 px are untouched."""
-    for k in range(C.VARIANTS):
+    for k in range(C.variants(kind)):
         arr, margin = canvases[(kind, k)]
         frame = np.concatenate(
             [
@@ -106,6 +106,26 @@ def test_blots_have_names_left_and_markers_right(canvases):
         a = _crop(canvases, "blot", k)
         h, w = a.shape[:2]
         assert _ink(a[:, : w // 8]).sum() >= 15 and _ink(a[:, -w // 8 :]).sum() >= 15, k
+
+
+def test_image_grids_are_one_panel_of_many_fields():
+    """An image grid is rows x columns of micrograph fields in one source image (one box, one
+    letter), with the extras real grids carry across the variants."""
+    shapes = []
+    for k in range(C.variants("image_grid")):
+        rng = C.rng_for(C.CHART_SEED, "chart", f"image_grid/{k}")
+        style = C.Style(rng)
+        fig = C._figure(style, 3.0, 3.0)
+        C._image_grid(fig, rng, style)
+        fields = [ax for ax in fig.axes if ax.images and ax.get_label() != "inset"]
+        rows = {round(ax.get_position().y0, 4) for ax in fields}
+        cols = {round(ax.get_position().x0, 4) for ax in fields}
+        assert len(fields) == len(rows) * len(cols) >= 2, k  # a full grid
+        assert 2 <= len(cols) <= 5 and 1 <= len(rows) <= 4, k
+        shapes.append((len(rows), len(cols)))
+    assert len(set(shapes)) >= 6  # the variants differ in shape
+    assert C.variants("image_grid") > C.VARIANTS and "image_grid" in C.MULTIPART_KINDS
+    assert len(C.chart_source_ids()) == sum(C.variants(kind) for kind in C.CHART_KINDS)
 
 
 def test_same_key_same_bytes_and_different_variants_differ(canvases):

@@ -29,6 +29,10 @@ Kinds (:data:`CHART_KINDS`):
                  condition, under its lanes)
 ``image_graph``  multi-part: one or two rows of micrograph crops (conditions as column headers,
                  scale bar) above, or beside, a graph of the same groups
+``image_grid``   multi-part: a grid of 1-4 rows by 2-5 columns of micrograph fields under one
+                 letter (conditions as column headers, channels or methods as row labels, text
+                 inside the images, zoom boxes with insets, arrows, a scale bar), the panel real
+                 detectors most often split into one box per image
 ================ ==============================================================================
 
 Every image is cropped to its drawn content plus a small white margin, so axis titles, tick
@@ -68,9 +72,13 @@ CHART_KINDS: tuple[str, ...] = (
     "gel",
     "blot_quant",
     "image_graph",
+    "image_grid",
 )
-MULTIPART_KINDS: frozenset[str] = frozenset({"blot_quant", "image_graph"})
-VARIANTS = 8  # variants per kind registered in the builtin pool (chart:<kind>:<k>, k < VARIANTS)
+MULTIPART_KINDS: frozenset[str] = frozenset({"blot_quant", "image_graph", "image_grid"})
+VARIANTS = 8  # variants per kind registered in the builtin pool (chart:<kind>:<k>, k < variants(kind))
+# kinds registered with more variants: image grids are a common panel of real compound figures
+# (one letter over many micrographs), so they get a larger share of the plot-like panels
+KIND_VARIANTS: dict[str, int] = {"image_grid": 24}
 BG_THRESHOLD = 250  # a pixel with a channel below this is content (the canvas is pure white)
 
 ORIGINS: dict[str, str] = {
@@ -86,7 +94,13 @@ ORIGINS: dict[str, str] = {
     "gel": "simulated bands",
     "blot_quant": "simulated bands and their quantification",
     "image_graph": "micrograph crops (scikit-image cell.png, ihc.png; NCI micrographs) and real values",
+    "image_grid": "micrograph crops (scikit-image cell.png, ihc.png; NCI micrographs)",
 }
+
+
+def variants(kind: str) -> int:
+    """How many variants of ``kind`` the builtin pool registers."""
+    return KIND_VARIANTS.get(kind, VARIANTS)
 
 FONT = "DejaVu Sans"
 MINUS = "\u2212"
@@ -2112,6 +2126,96 @@ def _image_graph(fig: Any, rng: np.random.Generator, style: Style, dd: Mapping[s
         ax.grid(axis="x", visible=False)
 
 
+# texts printed inside grid images (methods, channels, time points), as in real figures
+GRID_IMAGE_TEXTS: tuple[tuple[str, ...], ...] = (
+    ("brightfield", "ground truth", "prediction", "U-Net", "fnet", "pix2pix", "CARE", "raw"),
+    ("DAPI", "GFP", "mCherry", "Merge", "phalloidin", "LAMP1", "LC3", "Tubulin"),
+    ("0 h", "6 h", "12 h", "24 h", "48 h", "72 h", "t = 0", "t = 30 min"),
+    ("input", "output", "target", "noisy", "denoised", "residual", "mask", "overlay"),
+)
+ROW_LABELS: tuple[str, ...] = (
+    "DAPI", "Hoechst", "GFP", "Ki67", "CD31", "F4/80", "\u03b1-SMA", "LC3", "TUNEL", "Merge", "H&E",
+    "IHC", "Phase", "BF", "NPM1", "LMNB1", "Actin", "Tubulin", "Input", "Prediction",
+)  # fmt: skip
+
+
+def _grid_names(rng: np.random.Generator, n: int) -> list[str]:
+    """``n`` column headers: a condition set of that length, else a numbered series."""
+    sets = [st for st in GROUP_SETS if len(st) == n]
+    if sets and rng.random() < 0.8:
+        return list(_pick(rng, sets))
+    stem = _pick(rng, ["Day ", "Field ", "Patient ", "Slice ", "#", "t"])
+    return [f"{stem}{i + 1}" for i in range(n)]
+
+
+def _image_grid(fig: Any, rng: np.random.Generator, style: Style) -> None:
+    """One lettered panel made of a grid of micrograph fields (see the module table)."""
+    n_rows = int(_weighted(rng, [(1, 0.3), (2, 0.35), (3, 0.25), (4, 0.1)]))
+    n_cols = int(_weighted(rng, [(2, 0.2), (3, 0.35), (4, 0.3), (5, 0.15)]))
+    img_in = float(rng.uniform(0.55, 1.0))
+    gap = 0.0 if rng.random() < 0.2 else float(rng.uniform(0.01, 0.06))
+    headers = rng.random() < 0.65
+    row_labels = n_rows > 1 and rng.random() < 0.55
+    in_text = rng.random() < 0.35
+    texts = list(_pick(rng, GRID_IMAGE_TEXTS))
+    text_col = _pick(rng, ["white", "white", "yellow", "#00FF00"])
+    zoom = rng.random() < 0.3
+    arrows = rng.random() < 0.25
+    frame = _pick(rng, [None, None, None, "#E08030", "#3070E0", "white"])
+    left = 0.45 if row_labels else 0.1
+    top = 0.35 if headers else 0.1
+    W = left + n_cols * img_in + (n_cols - 1) * gap + 0.1
+    H = top + n_rows * img_in + (n_rows - 1) * gap + 0.1
+    fig.set_size_inches(W, H)
+    names = _grid_names(rng, n_cols)
+    rows = [_micro_crops(rng, n_cols) for _ in range(n_rows)]  # a row: fields of one micrograph
+    row_names = [str(x) for x in rng.choice(np.asarray(ROW_LABELS, dtype=object), n_rows, replace=False)]
+    zoom_at = (int(rng.integers(0, n_rows)), int(rng.integers(0, n_cols))) if zoom else None
+    for r, (crops, tone) in enumerate(rows):
+        for c, a in enumerate(crops):
+            x0 = left + c * (img_in + gap)
+            y0 = H - top - (r + 1) * img_in - r * gap
+            ax = fig.add_axes((x0 / W, y0 / H, img_in / W, img_in / H))
+            ax.imshow(a, interpolation="bilinear")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for sp in ax.spines.values():
+                sp.set_visible(frame is not None)
+                if frame is not None:
+                    sp.set_color(frame)
+                    sp.set_linewidth(1.5)
+            h, w = a.shape[:2]
+            if headers and r == 0:
+                ax.set_title(names[c], fontsize=style.fs, pad=3)
+            if row_labels and c == 0:
+                ax.set_ylabel(row_names[r], fontsize=style.fs)
+            if in_text:
+                word = texts[(r * n_cols + c) % len(texts)]
+                ax.text(0.04 * w, 0.94 * h, word, color=text_col, fontsize=style.fs * 0.8, va="bottom")
+            if arrows and rng.random() < 0.5:
+                for _ in range(int(rng.integers(1, 3))):
+                    px, py = float(rng.uniform(0.2, 0.8)) * w, float(rng.uniform(0.2, 0.8)) * h
+                    ax.annotate(
+                        "", xy=(px, py), xytext=(px + 0.12 * w, py - 0.12 * h),
+                        arrowprops={"arrowstyle": "-|>", "color": "yellow", "lw": 1.5},
+                    )  # fmt: skip
+            if zoom_at == (r, c):
+                from matplotlib.patches import Rectangle
+
+                zx, zy, zs = float(rng.uniform(0.1, 0.5)) * w, float(rng.uniform(0.4, 0.7)) * h, 0.22 * w
+                ax.add_patch(Rectangle((zx, zy), zs, zs, fill=False, edgecolor="#FFD000", lw=1.2))
+                ins = fig.add_axes(((x0 + img_in * 0.6) / W, (y0 + img_in * 0.6) / H, img_in * 0.38 / W,
+                                    img_in * 0.38 / H), label="inset")  # fmt: skip
+                ins.imshow(a[int(zy) : int(zy + zs), int(zx) : int(zx + zs)], interpolation="bilinear")
+                ins.set_xticks([])
+                ins.set_yticks([])
+                for sp in ins.spines.values():
+                    sp.set_color("#FFD000")
+            if r == n_rows - 1 and c == n_cols - 1 and rng.random() < 0.7:
+                col = "white" if tone == "dark" else "black"
+                ax.plot([0.62 * w, 0.9 * w], [0.9 * h] * 2, color=col, lw=2.0, solid_capstyle="butt")
+
+
 # ----------------------------------------------------------------------------------------------
 # entry points
 # ----------------------------------------------------------------------------------------------
@@ -2142,6 +2246,7 @@ def _draw(kind: str, fig: Any, rng: np.random.Generator, style: Style, dd: Mappi
         "gel": lambda: _gel(fig, rng, style),
         "blot_quant": lambda: _blot_quant(fig, rng, style),
         "image_graph": lambda: _image_graph(fig, rng, style, dd),
+        "image_grid": lambda: _image_grid(fig, rng, style),
     }
     table[kind]()
 
@@ -2191,6 +2296,6 @@ def render_chart(kind: str, k: int, data_dirs: Mapping[str, Path] | None = None)
     return Image.fromarray(np.ascontiguousarray(_autocrop(arr, margin)), "RGB")
 
 
-def chart_source_ids(variants: int = VARIANTS) -> list[str]:
-    """The ids the builtin pool registers: ``chart:<kind>:<k>``."""
-    return [f"chart:{kind}:{k}" for kind in CHART_KINDS for k in range(variants)]
+def chart_source_ids() -> list[str]:
+    """The ids the builtin pool registers: ``chart:<kind>:<k>``, ``k < variants(kind)``."""
+    return [f"chart:{kind}:{k}" for kind in CHART_KINDS for k in range(variants(kind))]

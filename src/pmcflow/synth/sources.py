@@ -902,7 +902,7 @@ def builtin_pool(
         from pmcflow.synth import charts
 
         for kind in charts.CHART_KINDS if include_charts else ():
-            for k in range(charts.VARIANTS):
+            for k in range(charts.variants(kind)):
                 origin = f"pmcflow.synth.charts {kind} variant {k} ({charts.ORIGINS[kind]})"
                 add("plot", f"chart:{kind}:{k}", origin, _chart_loader(kind, k, data_dirs))
 
