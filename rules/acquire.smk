@@ -6,10 +6,10 @@ ACQUIRE_ONLY = ("media_types", "verify_images")
 
 checkpoint list_articles:
     output:
-        listing=f"{RESULTS}/listing/listing.parquet",
-        chunks=f"{RESULTS}/listing/chunks.json",
-        rejections=f"{RESULTS}/listing/rejections.parquet",
-        counts=f"{RESULTS}/listing/counts.json",
+        listing=results_path(_LAYOUT.LISTING),
+        chunks=results_path(_LAYOUT.CHUNKS),
+        rejections=results_path(_LAYOUT.rejections("list")),
+        counts=results_path(_LAYOUT.counts("list")),
     params:
         # What is fetched per article (media_types, verify_images) is acquisition's alone: a change
         # there reruns the chunks, not the listing.
@@ -36,16 +36,16 @@ rule acquire_chunk:
     input:
         # The listing changes whenever any chunk changes; a chunk reruns only when its own
         # rows do (params.digest), hence ancient().
-        listing=ancient(f"{RESULTS}/listing/listing.parquet"),
+        listing=ancient(results_path(_LAYOUT.LISTING)),
         # No rule writes it: touched while this chunk has articles pending a retry (a transient
         # failure), so the next plain run re-acquires them (pmcflow.retry).
         retry=retry_stamp,
     output:
-        articles=f"{RESULTS}/acquire/{{chunk}}/articles.parquet",
-        rejections=f"{RESULTS}/acquire/{{chunk}}/rejections.parquet",
-        pending=f"{RESULTS}/acquire/{{chunk}}/pending.parquet",
-        media_rejections=f"{RESULTS}/acquire/{{chunk}}/media_rejections.parquet",
-        counts=f"{RESULTS}/acquire/{{chunk}}/counts.json",
+        articles=results_path(_LAYOUT.ACQUIRED),
+        rejections=results_path(_LAYOUT.chunk_rejections("acquire")),
+        pending=results_path(_LAYOUT.ACQUIRE_PENDING),
+        media_rejections=results_path(_LAYOUT.ACQUIRE_MEDIA_REJECTIONS),
+        counts=results_path(_LAYOUT.chunk_counts("acquire")),
     params:
         digest=lambda wc: chunk_digest(wc.chunk),
         # Everything acquisition reads (media_types, verify_images, the backend and its settings).
@@ -76,17 +76,15 @@ rule acquire_chunk:
 
 rule acquire_summary:
     input:
-        counts=per_chunk(f"{RESULTS}/acquire/{{chunk}}/counts.json"),
-        rejections=per_chunk(f"{RESULTS}/acquire/{{chunk}}/rejections.parquet"),
-        media_rejections=per_chunk(f"{RESULTS}/acquire/{{chunk}}/media_rejections.parquet"),
-        pending=per_chunk(f"{RESULTS}/acquire/{{chunk}}/pending.parquet"),
-        listing_counts=f"{RESULTS}/listing/counts.json",
-        listing_rejections=f"{RESULTS}/listing/rejections.parquet",
+        **summary_inputs("acquire"),
+        media_rejections=per_chunk(results_path(_LAYOUT.ACQUIRE_MEDIA_REJECTIONS)),
+        pending=per_chunk(results_path(_LAYOUT.ACQUIRE_PENDING)),
+        listing_counts=results_path(_LAYOUT.counts("list")),
+        listing_rejections=results_path(_LAYOUT.rejections("list")),
     output:
-        counts=f"{RESULTS}/acquire/counts.json",
-        rejections=f"{RESULTS}/acquire/rejections.parquet",
-        media_rejections=f"{RESULTS}/acquire/media_rejections.parquet",
-        pending=f"{RESULTS}/acquire/pending.parquet",
+        **summary_outputs("acquire"),
+        media_rejections=results_path(_LAYOUT.stage_file("acquire", _LAYOUT.MEDIA_REJECTIONS)),
+        pending=results_path(_LAYOUT.stage_file("acquire", _LAYOUT.PENDING)),
     params:
         stage="acquire",
         code=code_version("scripts/merge_stage.py"),
@@ -104,4 +102,4 @@ rule acquire_summary:
         "../scripts/merge_stage.py"
 
 
-FINAL_TARGETS.append(f"{RESULTS}/acquire/counts.json")
+FINAL_TARGETS.append(results_path(_LAYOUT.counts("acquire")))

@@ -28,6 +28,7 @@ _RUNLOCK = _stdlib_module("runlock")  # one run per results folder and download 
 _CONFIGCHECK = _stdlib_module("configcheck")  # cross-field checks, before any job starts
 _CONTAINERPIN = _stdlib_module("containerpin")  # container images pinned by digest
 _COMPUTE = _stdlib_module("compute")  # GPUs, cores and memory per rule from the config
+_LAYOUT = _stdlib_module("layout")  # every path under the results folder, spelled once
 
 # The whole configuration is checked before any job starts: types, ranges and enums (the schema),
 # then what ties keys together (pmcflow.configcheck); every message names the key's full path.
@@ -48,6 +49,13 @@ if workflow.is_main_process and _MODELCACHE.check_enabled(workflow.deployment_se
 RESULTS = config["paths"]["results"]
 RESOURCES = config["paths"]["resources"]
 LOGS = config["paths"]["logs"]
+
+
+def results_path(rel):
+    """``rel``, a path of the results layout (pmcflow.layout), under this run's results folder."""
+    return f"{RESULTS}/{rel}"
+
+
 # Folders one run writes alone (pmcflow.runlock): refused here, before the plan reads anything a
 # running run is writing; taken in `onstart` (Snakefile) and released when the run ends.
 LOCKED_DIRS = ((RESULTS, "results folder"), (f"{RESOURCES}/pmc", "download cache"))
@@ -137,7 +145,7 @@ def crops_present(wildcards):
     """enrich_chunk's extra input: rewritten while the chunk's decompose crops are missing (a killed
     rerun), so enrich and everything that points to crops is rebuilt with them (pmcflow.retry)."""
     return _RETRY.presence_stamp(
-        RESULTS, f"crops-{wildcards.chunk}", [f"{RESULTS}/decompose/{wildcards.chunk}/crops"]
+        RESULTS, f"crops-{wildcards.chunk}", [results_path(_LAYOUT.CROPS.format(chunk=wildcards.chunk))]
     )
 
 
@@ -167,26 +175,36 @@ def per_chunk(pattern):
 def summary_inputs(stage):
     """Every chunk's counts and rejections of ``stage``: what its *_summary job merges."""
     return {
-        "counts": per_chunk(f"{RESULTS}/{stage}/{{chunk}}/counts.json"),
-        "rejections": per_chunk(f"{RESULTS}/{stage}/{{chunk}}/rejections.parquet"),
+        "counts": per_chunk(results_path(_LAYOUT.chunk_counts(stage))),
+        "rejections": per_chunk(results_path(_LAYOUT.chunk_rejections(stage))),
     }
 
 
 def summary_outputs(stage):
     return {
-        "counts": f"{RESULTS}/{stage}/counts.json",
-        "rejections": f"{RESULTS}/{stage}/rejections.parquet",
+        "counts": results_path(_LAYOUT.counts(stage)),
+        "rejections": results_path(_LAYOUT.rejections(stage)),
     }
+
+
+def stage_counts(*stages):
+    """The stage-level counts.json of ``stages`` (pmcflow.layout.STAGE_DIRS keys), in that order."""
+    return tuple(results_path(_LAYOUT.counts(s)) for s in stages)
+
+
+def evaluation_outputs(folder):
+    """What an evaluation writes in ``folder`` (a pmcflow.layout folder), by output name."""
+    return {k: results_path(_LAYOUT.evaluation_file(folder, k)) for k in _LAYOUT.EVALUATION_FILES}
 
 
 def decompose_model_input(wildcards):
     """The detector this run trains, when decompose.checkpoint is 'trained'."""
     if config["decompose"]["checkpoint"] == "trained":
-        return {"model": f"{RESULTS}/detector/model"}
+        return {"model": results_path(_LAYOUT.DETECTOR_MODEL)}
     return {}
 
 
-DEMO_BENCHMARKS = f"{RESULTS}/benchmarks"
+DEMO_BENCHMARKS = results_path(_LAYOUT.DEMO_BENCHMARKS)
 # The evaluate section a trained run's evaluation takes: without the baselines and the embedding
 # analysis, so adding a baseline does not re-evaluate the runs (rules/evaluate.smk).
 EVALUATE = {k: v for k, v in config["evaluate"].items() if k not in ("baselines", "embedding")}
@@ -207,12 +225,12 @@ def synth_sources_input(wildcards):
 
 def detector_model_input(wildcards):
     """The detector trained in this run, when detector.train is on."""
-    return {"model": f"{RESULTS}/detector/model"} if config["detector"]["train"] else {}
+    return {"model": results_path(_LAYOUT.DETECTOR_MODEL)} if config["detector"]["train"] else {}
 
 
 def corpus_duplicates_input(wildcards):
     """find_duplicates' clusters when filter.dedup.scope is corpus; chunk scope searches in-chunk."""
     dedup = config["filter"]["dedup"]
     if dedup["enabled"] and dedup["scope"] == "corpus":
-        return {"duplicates": f"{RESULTS}/filter/duplicates.parquet"}
+        return {"duplicates": results_path(_LAYOUT.DUPLICATES)}
     return {}

@@ -4,12 +4,12 @@
 rule decompose_chunk:
     input:
         unpack(decompose_model_input),
-        figures=f"{RESULTS}/parse/{{chunk}}/figures.parquet",
+        figures=results_path(_LAYOUT.FIGURES),
     output:
-        subfigures=f"{RESULTS}/decompose/{{chunk}}/subfigures.parquet",
-        rejections=f"{RESULTS}/decompose/{{chunk}}/rejections.parquet",
-        counts=f"{RESULTS}/decompose/{{chunk}}/counts.json",
-        crops=directory(f"{RESULTS}/decompose/{{chunk}}/crops"),
+        subfigures=results_path(_LAYOUT.SUBFIGURES),
+        rejections=results_path(_LAYOUT.chunk_rejections("decompose")),
+        counts=results_path(_LAYOUT.chunk_counts("decompose")),
+        crops=directory(results_path(_LAYOUT.CROPS)),
     params:
         decompose=config["decompose"],
         code=code_version("scripts/decompose_chunk.py"),
@@ -39,4 +39,4 @@ use rule acquire_summary as decompose_summary with:
         f"{LOGS}/decompose/summary.log",
 
 
-FINAL_TARGETS.append(f"{RESULTS}/decompose/counts.json")
+FINAL_TARGETS.append(results_path(_LAYOUT.counts("decompose")))

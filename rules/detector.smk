@@ -3,10 +3,10 @@
 
 rule train_detector:
     input:
-        train=f"{RESULTS}/synth/train/annotations.json",
-        val=f"{RESULTS}/synth/val/annotations.json",
+        train=results_path(_LAYOUT.SYNTH_ANNOTATIONS.format(split="train")),
+        val=results_path(_LAYOUT.SYNTH_ANNOTATIONS.format(split="val")),
     output:
-        directory(f"{RESULTS}/detector/model"),
+        directory(results_path(_LAYOUT.DETECTOR_MODEL)),
     params:
         detector=config["detector"],
         seed=config["seed"],
@@ -27,10 +27,10 @@ rule train_detector:
 rule evaluate_detector:
     input:
         unpack(detector_model_input),
-        holdout=f"{RESULTS}/synth/holdout/annotations.json",
+        holdout=results_path(_LAYOUT.SYNTH_ANNOTATIONS.format(split="holdout")),
         real=[s["annotations"] for s in config["detector"]["eval"]["real_coco"]],
     output:
-        eval=f"{RESULTS}/detector/eval/eval.json",
+        eval=results_path(_LAYOUT.DETECTOR_EVAL),
     params:
         detector=config["detector"],
         seed=config["seed"],
@@ -48,4 +48,4 @@ rule evaluate_detector:
         "../scripts/evaluate_detector.py"
 
 
-FINAL_TARGETS.append(f"{RESULTS}/detector/eval/eval.json")
+FINAL_TARGETS.append(results_path(_LAYOUT.DETECTOR_EVAL))

@@ -5,16 +5,16 @@
 
 rule enrich_subcaptions:
     input:
-        subfigures=f"{RESULTS}/decompose/{{chunk}}/subfigures.parquet",
-        crops=f"{RESULTS}/decompose/{{chunk}}/crops",  # the VLM reads them
+        subfigures=results_path(_LAYOUT.SUBFIGURES),
+        crops=results_path(_LAYOUT.CROPS),  # the VLM reads them
         # Snakemake keeps outputs built from a since-deleted intermediate; this stamp changes while
         # the crops are missing, so nothing downstream keeps pointing to them (docs/reliability.md).
         crops_present=crops_present,
-        figures=f"{RESULTS}/parse/{{chunk}}/figures.parquet",
-        articles=f"{RESULTS}/parse/{{chunk}}/articles.parquet",
+        figures=results_path(_LAYOUT.FIGURES),
+        articles=results_path(_LAYOUT.ARTICLES),
     output:
-        subcaptions=f"{RESULTS}/enrich/{{chunk}}/subcaptions.parquet",
-        rejections=f"{RESULTS}/enrich/{{chunk}}/subcaption_rejections.parquet",
+        subcaptions=results_path(_LAYOUT.SUBCAPTIONS),
+        rejections=results_path(_LAYOUT.SUBCAPTION_REJECTIONS),
     params:
         enrich=config["enrich"],
         code=code_version("scripts/enrich_subcaptions.py"),
@@ -33,16 +33,16 @@ rule enrich_subcaptions:
 
 rule enrich_chunk:
     input:
-        subcaptions=f"{RESULTS}/enrich/{{chunk}}/subcaptions.parquet",
-        subcaption_rejections=f"{RESULTS}/enrich/{{chunk}}/subcaption_rejections.parquet",
-        subfigures=f"{RESULTS}/decompose/{{chunk}}/subfigures.parquet",
-        figures=f"{RESULTS}/parse/{{chunk}}/figures.parquet",
-        mentions=f"{RESULTS}/parse/{{chunk}}/mentions.parquet",
-        articles=f"{RESULTS}/parse/{{chunk}}/articles.parquet",
+        subcaptions=results_path(_LAYOUT.SUBCAPTIONS),
+        subcaption_rejections=results_path(_LAYOUT.SUBCAPTION_REJECTIONS),
+        subfigures=results_path(_LAYOUT.SUBFIGURES),
+        figures=results_path(_LAYOUT.FIGURES),
+        mentions=results_path(_LAYOUT.MENTIONS),
+        articles=results_path(_LAYOUT.ARTICLES),
     output:
-        enriched=f"{RESULTS}/enrich/{{chunk}}/enriched.parquet",
-        rejections=f"{RESULTS}/enrich/{{chunk}}/rejections.parquet",
-        counts=f"{RESULTS}/enrich/{{chunk}}/counts.json",
+        enriched=results_path(_LAYOUT.ENRICHED),
+        rejections=results_path(_LAYOUT.chunk_rejections("enrich")),
+        counts=results_path(_LAYOUT.chunk_counts("enrich")),
     params:
         enrich=config["enrich"],
         code=code_version("scripts/enrich_chunk.py"),
@@ -72,4 +72,4 @@ use rule acquire_summary as enrich_summary with:
         f"{LOGS}/enrich/summary.log",
 
 
-FINAL_TARGETS.append(f"{RESULTS}/enrich/counts.json")
+FINAL_TARGETS.append(results_path(_LAYOUT.counts("enrich")))

@@ -2,9 +2,9 @@
 # held-out split, and every configured benchmark (retrieval, zero-shot, linear probe, robustness);
 # the configured baselines with the same code; t-SNE / MMD between the evaluated models.
 
-BASELINE_DIRS = {f"baseline:{b}": f"{RESULTS}/evaluation/baselines/{b}" for b in BASELINES}
+BASELINE_DIRS = {f"baseline:{b}": results_path(_LAYOUT.baseline_dir(b)) for b in BASELINES}
 # The models compared by t-SNE / MMD (display name -> evaluation folder): runs, then baselines.
-EMBEDDING_MODELS = {**{r: f"{RESULTS}/evaluation/{r}" for r in ENCODER_RUNS}, **BASELINE_DIRS}
+EMBEDDING_MODELS = {**{r: results_path(_LAYOUT.evaluation_dir(r)) for r in ENCODER_RUNS}, **BASELINE_DIRS}
 if not config["evaluate"]["embedding"]["enabled"] or len(EMBEDDING_MODELS) < 2:
     EMBEDDING_MODELS = {}
 
@@ -12,15 +12,6 @@ if not config["evaluate"]["embedding"]["enabled"] or len(EMBEDDING_MODELS) < 2:
 wildcard_constraints:
     baseline="|".join(re.escape(b) for b in BASELINES) or "(?!)",
 
-
-EVAL_OUTPUTS = {
-    "metrics": "metrics.parquet",
-    "metrics_json": "metrics.json",
-    "ranks": "retrieval_ranks.parquet",
-    "robustness": "robustness.parquet",
-    "benchmarks": "benchmarks.json",
-    "embeddings": "embeddings.npz",
-}
 
 rule demo_benchmarks:
     output:
@@ -46,10 +37,10 @@ rule demo_benchmarks:
 rule evaluate_encoder:
     input:
         unpack(demo_benchmarks_input),
-        encoder=f"{RESULTS}/encoders/{{run}}",
-        shards=f"{RESULTS}/shards",
+        encoder=results_path(_LAYOUT.encoder_dir()),
+        shards=results_path(_LAYOUT.SHARDS),
     output:
-        **{k: f"{RESULTS}/evaluation/{{run}}/{v}" for k, v in EVAL_OUTPUTS.items()},
+        **evaluation_outputs(_LAYOUT.evaluation_dir()),
     params:
         evaluate=EVALUATE,
         seed=config["seed"],
@@ -67,16 +58,16 @@ rule evaluate_encoder:
         "../scripts/evaluate_encoder.py"
 
 
-FINAL_TARGETS.extend(f"{RESULTS}/evaluation/{r}/metrics.json" for r in ENCODER_RUNS)
+FINAL_TARGETS.extend(evaluation_outputs(_LAYOUT.evaluation_dir(r))["metrics_json"] for r in ENCODER_RUNS)
 
 
 rule evaluate_baseline:
     input:
         unpack(demo_benchmarks_input),
-        shards=f"{RESULTS}/shards",
+        shards=results_path(_LAYOUT.SHARDS),
     output:
-        **{k: f"{RESULTS}/evaluation/baselines/{{baseline}}/{v}" for k, v in EVAL_OUTPUTS.items()},
-        model=directory(f"{RESULTS}/evaluation/baselines/{{baseline}}/model"),
+        **evaluation_outputs(_LAYOUT.baseline_dir()),
+        model=directory(results_path(_LAYOUT.baseline_model())),
     params:
         evaluate=lambda wc: {**EVALUATE, "baselines": {wc.baseline: BASELINES[wc.baseline]}},
         seed=config["seed"],
@@ -94,18 +85,18 @@ rule evaluate_baseline:
         "../scripts/evaluate_encoder.py"
 
 
-FINAL_TARGETS.extend(f"{RESULTS}/evaluation/baselines/{b}/metrics.json" for b in BASELINES)
+FINAL_TARGETS.extend(evaluation_outputs(_LAYOUT.baseline_dir(b))["metrics_json"] for b in BASELINES)
 
 if EMBEDDING_MODELS:
 
     rule compare_embeddings:
         input:
-            [f"{d}/embeddings.npz" for d in EMBEDDING_MODELS.values()],
+            [_LAYOUT.evaluation_file(d, "embeddings") for d in EMBEDDING_MODELS.values()],
         output:
-            mmd=f"{RESULTS}/evaluation/embeddings/mmd.parquet",
-            tsne=f"{RESULTS}/evaluation/embeddings/tsne.parquet",
-            summary=f"{RESULTS}/evaluation/embeddings/embeddings.json",
-            plots=directory(f"{RESULTS}/evaluation/embeddings/tsne"),
+            mmd=results_path(_LAYOUT.EMBEDDINGS_MMD),
+            tsne=results_path(_LAYOUT.EMBEDDINGS_TSNE),
+            summary=results_path(_LAYOUT.EMBEDDINGS_SUMMARY),
+            plots=directory(results_path(_LAYOUT.EMBEDDINGS_PLOTS)),
         params:
             embedding=config["evaluate"]["embedding"],
             models=list(EMBEDDING_MODELS),  # display names, in order (runs, then baselines)
@@ -124,4 +115,4 @@ if EMBEDDING_MODELS:
         script:
             "../scripts/compare_embeddings.py"
 
-    FINAL_TARGETS.append(f"{RESULTS}/evaluation/embeddings/embeddings.json")
+    FINAL_TARGETS.append(results_path(_LAYOUT.EMBEDDINGS_SUMMARY))

@@ -4,11 +4,11 @@
 
 rule phash_chunk:
     input:
-        enriched=f"{RESULTS}/enrich/{{chunk}}/enriched.parquet",
+        enriched=results_path(_LAYOUT.ENRICHED),
         # The crops the rows point to: declared, so a missing or stale folder reruns decompose_chunk.
-        crops=f"{RESULTS}/decompose/{{chunk}}/crops",
+        crops=results_path(_LAYOUT.CROPS),
     output:
-        f"{RESULTS}/filter/{{chunk}}/phash.parquet",
+        results_path(_LAYOUT.PHASH),
     params:
         filter=config["filter"],
         seed=config["seed"],
@@ -29,9 +29,9 @@ rule phash_chunk:
 
 rule find_duplicates:
     input:
-        per_chunk(f"{RESULTS}/filter/{{chunk}}/phash.parquet"),
+        per_chunk(results_path(_LAYOUT.PHASH)),
     output:
-        f"{RESULTS}/filter/duplicates.parquet",
+        results_path(_LAYOUT.DUPLICATES),
     params:
         dedup=config["filter"]["dedup"],
         code=code_version("scripts/find_duplicates.py"),
@@ -52,12 +52,12 @@ rule find_duplicates:
 rule filter_chunk:
     input:
         unpack(corpus_duplicates_input),
-        enriched=f"{RESULTS}/enrich/{{chunk}}/enriched.parquet",
-        phash=f"{RESULTS}/filter/{{chunk}}/phash.parquet",
+        enriched=results_path(_LAYOUT.ENRICHED),
+        phash=results_path(_LAYOUT.PHASH),
     output:
-        dataset=f"{RESULTS}/filter/{{chunk}}/dataset.parquet",
-        rejections=f"{RESULTS}/filter/{{chunk}}/rejections.parquet",
-        counts=f"{RESULTS}/filter/{{chunk}}/counts.json",
+        dataset=results_path(_LAYOUT.DATASET),
+        rejections=results_path(_LAYOUT.chunk_rejections("filter")),
+        counts=results_path(_LAYOUT.chunk_counts("filter")),
     params:
         filter=config["filter"],
         seed=config["seed"],
@@ -89,4 +89,4 @@ use rule acquire_summary as filter_summary with:
         f"{LOGS}/filter/summary.log",
 
 
-FINAL_TARGETS.append(f"{RESULTS}/filter/counts.json")
+FINAL_TARGETS.append(results_path(_LAYOUT.counts("filter")))

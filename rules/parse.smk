@@ -3,13 +3,13 @@
 
 rule parse_chunk:
     input:
-        acquired=f"{RESULTS}/acquire/{{chunk}}/articles.parquet",
+        acquired=results_path(_LAYOUT.ACQUIRED),
     output:
-        articles=f"{RESULTS}/parse/{{chunk}}/articles.parquet",
-        figures=f"{RESULTS}/parse/{{chunk}}/figures.parquet",
-        mentions=f"{RESULTS}/parse/{{chunk}}/mentions.parquet",
-        rejections=f"{RESULTS}/parse/{{chunk}}/rejections.parquet",
-        counts=f"{RESULTS}/parse/{{chunk}}/counts.json",
+        articles=results_path(_LAYOUT.ARTICLES),
+        figures=results_path(_LAYOUT.FIGURES),
+        mentions=results_path(_LAYOUT.MENTIONS),
+        rejections=results_path(_LAYOUT.chunk_rejections("parse")),
+        counts=results_path(_LAYOUT.chunk_counts("parse")),
     params:
         parse=config["parse"],
         code=code_version("scripts/parse_chunk.py"),
@@ -40,4 +40,4 @@ use rule acquire_summary as parse_summary with:
         f"{LOGS}/parse/summary.log",
 
 
-FINAL_TARGETS.append(f"{RESULTS}/parse/counts.json")
+FINAL_TARGETS.append(results_path(_LAYOUT.counts("parse")))

@@ -1,39 +1,24 @@
 # Stage 10: papermill reports -> self-contained HTML, shown by `snakemake --report report.zip`.
 
-REPORT_DIR = f"{RESULTS}/reports"
 REPORT = config["report"]
 
 
 REPORT_INPUTS = {
     "dataset": (
-        f"{RESULTS}/listing/counts.json",
-        f"{RESULTS}/acquire/counts.json",
-        f"{RESULTS}/parse/counts.json",
-        f"{RESULTS}/decompose/counts.json",
-        f"{RESULTS}/enrich/counts.json",
-        f"{RESULTS}/filter/counts.json",
-        f"{RESULTS}/shards",
+        *stage_counts("list", "acquire", "parse", "decompose", "enrich", "filter"),
+        results_path(_LAYOUT.SHARDS),
     ),
     # Each report's overview names only the stages it takes as inputs (report.sections.overview).
     "detector": (
-        f"{RESULTS}/detector/eval/eval.json",
-        f"{RESULTS}/listing/counts.json",
-        f"{RESULTS}/acquire/counts.json",
-        f"{RESULTS}/parse/counts.json",
-        f"{RESULTS}/decompose/counts.json",
+        results_path(_LAYOUT.DETECTOR_EVAL),
+        *stage_counts("list", "acquire", "parse", "decompose"),
     ),
-    "enrichment": (
-        f"{RESULTS}/listing/counts.json",
-        f"{RESULTS}/acquire/counts.json",
-        f"{RESULTS}/parse/counts.json",
-        f"{RESULTS}/decompose/counts.json",
-        f"{RESULTS}/enrich/counts.json",
-    ),
+    "enrichment": stage_counts("list", "acquire", "parse", "decompose", "enrich"),
     "training": (
-        *(f"{RESULTS}/encoders/{r}" for r in ENCODER_RUNS),
-        *(f"{RESULTS}/evaluation/{r}/metrics.json" for r in ENCODER_RUNS),
-        *(f"{d}/metrics.json" for d in BASELINE_DIRS.values()),
-        *([f"{RESULTS}/evaluation/embeddings/embeddings.json"] if EMBEDDING_MODELS else []),
+        *(results_path(_LAYOUT.encoder_dir(r)) for r in ENCODER_RUNS),
+        *(evaluation_outputs(_LAYOUT.evaluation_dir(r))["metrics_json"] for r in ENCODER_RUNS),
+        *(_LAYOUT.evaluation_file(d, "metrics_json") for d in BASELINE_DIRS.values()),
+        *([results_path(_LAYOUT.EMBEDDINGS_SUMMARY)] if EMBEDDING_MODELS else []),
     ),
 }
 
@@ -54,7 +39,7 @@ for _name, _inputs in REPORT_INPUTS.items():
             stages=_inputs,
         output:
             html=report(
-                f"{REPORT_DIR}/{_name}.html",
+                results_path(_LAYOUT.report_html(_name)),
                 category="Reports",
                 labels={"report": _name},
             ),
@@ -80,4 +65,4 @@ for _name, _inputs in REPORT_INPUTS.items():
         script:
             "../scripts/report.py"
 
-    FINAL_TARGETS.append(f"{REPORT_DIR}/{_name}.html")
+    FINAL_TARGETS.append(results_path(_LAYOUT.report_html(_name)))

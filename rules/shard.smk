@@ -6,12 +6,12 @@
 
 rule shard_chunk:
     input:
-        dataset=f"{RESULTS}/filter/{{chunk}}/dataset.parquet",
+        dataset=results_path(_LAYOUT.DATASET),
         # What the dataset rows point to: a crops folder that is gone (a killed decompose rerun)
         # makes Snakemake rerun decompose_chunk; the stage itself refuses a dangling pointer.
-        crops=f"{RESULTS}/decompose/{{chunk}}/crops",
+        crops=results_path(_LAYOUT.CROPS),
     output:
-        directory(f"{RESULTS}/shard_chunks/{{chunk}}"),
+        directory(results_path(_LAYOUT.SHARD_CHUNK)),
     params:
         shard=config["shard"],
         seed=config["seed"],
@@ -32,11 +32,11 @@ rule shard_chunk:
 
 rule shard:
     input:
-        parts=per_chunk(f"{RESULTS}/shard_chunks/{{chunk}}"),
+        parts=per_chunk(results_path(_LAYOUT.SHARD_CHUNK)),
         # the chunks' inputs: column types of the sample json (schemas only; no rows re-read)
-        dataset=per_chunk(f"{RESULTS}/filter/{{chunk}}/dataset.parquet"),
+        dataset=per_chunk(results_path(_LAYOUT.DATASET)),
     output:
-        directory(f"{RESULTS}/shards"),
+        directory(results_path(_LAYOUT.SHARDS)),
     params:
         shard=config["shard"],
         seed=config["seed"],
@@ -55,4 +55,4 @@ rule shard:
         "../scripts/shard.py"
 
 
-FINAL_TARGETS.append(f"{RESULTS}/shards")
+FINAL_TARGETS.append(results_path(_LAYOUT.SHARDS))

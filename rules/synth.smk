@@ -17,7 +17,7 @@ rule render_shard:
     input:
         unpack(synth_sources_input),
     output:
-        directory(f"{RESULTS}/synth/{{split}}/shard-{{shard}}"),
+        directory(results_path(_LAYOUT.SYNTH_SHARD)),
     params:
         n=lambda wc: SYNTH_SPLITS[wc.split][0],
         start=lambda wc: SYNTH_SPLITS[wc.split][1],
@@ -41,12 +41,13 @@ rule render_shard:
 rule render_merge:
     input:
         lambda wc: expand(
-            f"{RESULTS}/synth/{wc.split}/shard-{{shard}}",
+            results_path(_LAYOUT.SYNTH_SHARD),
+            split=wc.split,
             shard=[f"{k:05d}" for k in range(config["synth"]["num_shards"])],
         ),
     output:
-        annotations=f"{RESULTS}/synth/{{split}}/annotations.json",
-        counts=f"{RESULTS}/synth/{{split}}/counts.json",
+        annotations=results_path(_LAYOUT.SYNTH_ANNOTATIONS),
+        counts=results_path(_LAYOUT.SYNTH_COUNTS),
     params:
         code=code_version("scripts/render_merge.py"),
     log:
@@ -63,4 +64,4 @@ rule render_merge:
         "../scripts/render_merge.py"
 
 
-FINAL_TARGETS.append(f"{RESULTS}/synth/holdout/counts.json")
+FINAL_TARGETS.append(results_path(_LAYOUT.SYNTH_COUNTS.format(split="holdout")))

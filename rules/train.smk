@@ -11,9 +11,9 @@ wildcard_constraints:
 
 rule train_encoder:
     input:
-        shards=f"{RESULTS}/shards",
+        shards=results_path(_LAYOUT.SHARDS),
     output:
-        directory(f"{RESULTS}/encoders/{{run}}"),
+        directory(results_path(_LAYOUT.encoder_dir())),
     params:
         train=lambda wc: _RUNS.run_settings(config["train"], wc.run),
         seed=config["seed"],
@@ -32,4 +32,4 @@ rule train_encoder:
         "../scripts/train_encoder.py"
 
 
-FINAL_TARGETS.extend(f"{RESULTS}/encoders/{r}" for r in ENCODER_RUNS)
+FINAL_TARGETS.extend(results_path(_LAYOUT.encoder_dir(r)) for r in ENCODER_RUNS)

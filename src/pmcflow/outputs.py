@@ -7,17 +7,34 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pmcflow import layout as L
 from pmcflow.config import add_config_args, config_from_args
 
-# Stage-level summaries in pipeline order: (stage, counts file relative to results/, main outputs).
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _one_of(*paths: str) -> str:
+    """Files of one folder and suffix as one brace pattern: ``parse/<chunk>/{a,b}.parquet``."""
+    folder, suffix = L.shown(paths[0]).rsplit("/", 1)[0], "." + _name(paths[0]).split(".", 1)[1]
+    return f"{folder}/{{{','.join(_name(p).split('.', 1)[0] for p in paths)}}}{suffix}"
+
+
+# Stage-level summaries in pipeline order: (stage, counts file relative to results/, main outputs),
+# from the results layout (pmcflow.layout).
 STAGES: list[tuple[str, str, str]] = [
-    ("list", "listing/counts.json", "listing/listing.parquet"),
-    ("acquire", "acquire/counts.json", "acquire/<chunk>/articles.parquet"),
-    ("parse", "parse/counts.json", "parse/<chunk>/{articles,figures,mentions}.parquet"),
-    ("decompose", "decompose/counts.json", "decompose/<chunk>/subfigures.parquet (+ crops/)"),
-    ("enrich", "enrich/counts.json", "enrich/<chunk>/enriched.parquet"),
-    ("filter", "filter/counts.json", "filter/<chunk>/dataset.parquet"),
-    ("shard", "shards/counts.json", "shards/{train,val,test}/*.tar, index.parquet, manifest.json"),
+    ("list", L.counts("list"), L.LISTING),
+    ("acquire", L.counts("acquire"), L.shown(L.ACQUIRED)),
+    ("parse", L.counts("parse"), _one_of(L.ARTICLES, L.FIGURES, L.MENTIONS)),
+    ("decompose", L.counts("decompose"), f"{L.shown(L.SUBFIGURES)} (+ {_name(L.CROPS)}/)"),
+    ("enrich", L.counts("enrich"), L.shown(L.ENRICHED)),
+    ("filter", L.counts("filter"), L.shown(L.DATASET)),
+    (
+        "shard",
+        L.counts("shard"),
+        f"{L.SHARDS}/{{train,val,test}}/*.tar, {_name(L.SHARD_INDEX)}, {_name(L.SHARD_MANIFEST)}",
+    ),
 ]
 
 

@@ -18,6 +18,8 @@ from typing import Any
 import polars as pl
 import yaml
 
+from pmcflow import layout as L
+
 
 @dataclass(frozen=True)
 class StageSpec:
@@ -33,24 +35,18 @@ class StageSpec:
 # Pipeline order.  ``out`` is what the next stage receives: parse keeps articles but passes on figures,
 # decompose keeps figures but passes on subfigures.
 STAGES: tuple[StageSpec, ...] = (
-    StageSpec("list", "listing/counts.json", "article versions", "article versions"),
-    StageSpec("acquire", "acquire/counts.json", "article versions", "article versions"),
-    StageSpec("parse", "parse/counts.json", "articles", "figures", "figures"),
-    StageSpec("decompose", "decompose/counts.json", "figures", "subfigures", "n_subfigures"),
-    StageSpec("enrich", "enrich/counts.json", "subfigures", "subfigures"),
-    StageSpec("filter", "filter/counts.json", "subfigures", "subfigures"),
-    StageSpec("shard", "shards/counts.json", "subfigures", "samples"),
+    StageSpec("list", L.counts("list"), "article versions", "article versions"),
+    StageSpec("acquire", L.counts("acquire"), "article versions", "article versions"),
+    StageSpec("parse", L.counts("parse"), "articles", "figures", "figures"),
+    StageSpec("decompose", L.counts("decompose"), "figures", "subfigures", "n_subfigures"),
+    StageSpec("enrich", L.counts("enrich"), "subfigures", "subfigures"),
+    StageSpec("filter", L.counts("filter"), "subfigures", "subfigures"),
+    StageSpec("shard", L.counts("shard"), "subfigures", "samples"),
 )
 
-REJECTION_FILES: dict[str, tuple[str, ...]] = {
-    "list": ("listing/rejections.parquet",),
-    "acquire": ("acquire/rejections.parquet", "acquire/media_rejections.parquet"),
-    "parse": ("parse/rejections.parquet",),
-    "decompose": ("decompose/rejections.parquet",),
-    "enrich": ("enrich/rejections.parquet",),
-    "filter": ("filter/rejections.parquet",),
-    "shard": ("shards/rejections.parquet",),
-}
+# Every stage's merged rejections; acquire's media files (their article kept) besides.
+REJECTION_FILES: dict[str, tuple[str, ...]] = {s.stage: (L.rejections(s.stage),) for s in STAGES}
+REJECTION_FILES["acquire"] += (L.stage_file("acquire", L.MEDIA_REJECTIONS),)
 
 
 @dataclass(frozen=True)
@@ -160,11 +156,11 @@ def missing_stages(res: Results) -> list[StageSpec]:
 # --------------------------------------------------------------------------------------------
 # Model stages (not in the counts funnel) and the file that marks each as run.
 MODEL_STAGES: dict[str, str] = {
-    "synth": "synth/train/counts.json",
-    "detector training": "detector/model/train.json",
-    "detector evaluation": "detector/eval/eval.json",
-    "encoder training": "encoders/<run>/train.json",
-    "encoder evaluation": "evaluation/<run>/metrics.parquet",
+    "synth": L.SYNTH_COUNTS.format(split="train"),
+    "detector training": L.DETECTOR_TRAIN,
+    "detector evaluation": L.DETECTOR_EVAL,
+    "encoder training": L.shown(L.encoder_file(L.ENCODER_TRAIN)),
+    "encoder evaluation": L.shown(L.evaluation_file(L.evaluation_dir(), "metrics")),
 }
 ALL_STAGES: tuple[str, ...] = tuple(s.stage for s in STAGES) + tuple(MODEL_STAGES)
 
@@ -265,7 +261,7 @@ def _stale_evaluation(res: Results) -> str:
     msgs = []
     for run in evaluation_runs(res):
         ev = evaluation_json(res, run) or {}
-        path = res.path(f"encoders/{run}/train.json")
+        path = res.path(L.encoder_file(L.ENCODER_TRAIN, run))
         if not path.is_file() or not ev.get("checkpoint"):
             continue
         trained = _read_json(path).get("checkpoint")
@@ -281,7 +277,7 @@ def _model_stage_summary(res: Results, stage: str) -> str | None:
     if stage == "synth":
         parts = []
         for split in ("train", "val", "holdout"):
-            path = res.path(f"synth/{split}/counts.json")
+            path = res.path(L.SYNTH_COUNTS.format(split=split))
             if path.is_file():
                 parts.append(f"{split} {int(_read_json(path).get('kept', 0)):,}")
         return ("rendered figures: " + ", ".join(parts)) if parts else None
@@ -343,7 +339,7 @@ def rejections(res: Results) -> pl.DataFrame:
                     for c in cols
                 ]
             )
-            if rel.endswith("media_rejections.parquet"):
+            if rel.endswith(L.MEDIA_REJECTIONS):
                 df = df.with_columns(pl.lit(f"{stage} (media)").alias("stage"))
             else:
                 df = df.with_columns(pl.col("stage").fill_null(stage))
@@ -391,31 +387,32 @@ def rejection_summary(res: Results) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------------
-def _chunk_tables(res: Results, stage_dir: str, name: str) -> pl.DataFrame | None:
-    files = sorted(res.path(stage_dir).glob(f"c*/{name}"))
+def _chunk_tables(res: Results, template: str) -> pl.DataFrame | None:
+    """Every chunk's table of a per-chunk ``template`` (pmcflow.layout), as one frame."""
+    files = sorted(res.results_dir.glob(L.chunk_glob(template)))
     if not files:
         return None
     return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
 
 
 def articles(res: Results) -> pl.DataFrame | None:
-    return _chunk_tables(res, "parse", "articles.parquet")
+    return _chunk_tables(res, L.ARTICLES)
 
 
 def figures(res: Results) -> pl.DataFrame | None:
-    return _chunk_tables(res, "parse", "figures.parquet")
+    return _chunk_tables(res, L.FIGURES)
 
 
 def subfigures(res: Results) -> pl.DataFrame | None:
-    return _chunk_tables(res, "decompose", "subfigures.parquet")
+    return _chunk_tables(res, L.SUBFIGURES)
 
 
 def enriched(res: Results) -> pl.DataFrame | None:
-    return _chunk_tables(res, "enrich", "enriched.parquet")
+    return _chunk_tables(res, L.ENRICHED)
 
 
 def dataset(res: Results) -> pl.DataFrame | None:
-    return _chunk_tables(res, "filter", "dataset.parquet")
+    return _chunk_tables(res, L.DATASET)
 
 
 def final_subfigures(res: Results) -> tuple[str, pl.DataFrame] | None:
@@ -428,12 +425,12 @@ def final_subfigures(res: Results) -> tuple[str, pl.DataFrame] | None:
 
 
 def shard_manifest(res: Results) -> dict[str, Any] | None:
-    path = res.path("shards/manifest.json")
+    path = res.path(L.SHARD_MANIFEST)
     return _read_json(path) if path.is_file() else None
 
 
 def shard_index(res: Results) -> pl.DataFrame | None:
-    path = res.path("shards/index.parquet")
+    path = res.path(L.SHARD_INDEX)
     return pl.read_parquet(path) if path.is_file() else None
 
 
@@ -508,7 +505,7 @@ def configured_model(res: Results) -> tuple[str, str]:
     for run in encoder_runs(res):
         model = encoder_train(res, run).get("model")
         if model:
-            return str(model), f"encoders/{run}/train.json"
+            return str(model), L.encoder_file(L.ENCODER_TRAIN, run)
     return str(TR.DEFAULTS["model"]), "train stage default"
 
 
@@ -609,7 +606,7 @@ def sample_texts(res: Results, max_samples: int | None = 5000, seed: int = 0) ->
         df = df.join(
             index.select("subfigure_uid", pl.col("text").alias("_txt")), on="subfigure_uid", how="inner"
         )
-        source += " joined to shards/index.parquet (the sharded samples)"
+        source += f" joined to {L.SHARD_INDEX} (the sharded samples)"
     n_samples = df.height
     if max_samples is not None and df.height > max_samples and "subfigure_uid" in df.columns:
         df = stable_order(df, "subfigure_uid", seed).head(max_samples)
@@ -703,12 +700,12 @@ def stable_order(df: pl.DataFrame, key: str, seed: int = 0) -> pl.DataFrame:
 # Detector
 # --------------------------------------------------------------------------------------------
 def detector_eval(res: Results) -> dict[str, Any] | None:
-    path = res.path("detector/eval/eval.json")
+    path = res.path(L.DETECTOR_EVAL)
     return _read_json(path) if path.is_file() else None
 
 
 def detector_train(res: Results) -> dict[str, Any] | None:
-    path = res.path("detector/model/train.json")
+    path = res.path(L.DETECTOR_TRAIN)
     return _read_json(path) if path.is_file() else None
 
 
@@ -757,7 +754,7 @@ def pr_curves(res: Results, ev: dict[str, Any]) -> dict[tuple[str, str], pl.Data
     out: dict[tuple[str, str], pl.DataFrame] = {}
     for det, rec in sorted((ev.get("detectors") or {}).items()):
         for eval_set, m in sorted((rec.get("sets") or {}).items()):
-            path = res.path(f"detector/eval/pr_{det}_{eval_set}.parquet")
+            path = res.path(L.detector_pr(det, eval_set))
             if path.is_file():
                 out[(det, eval_set)] = pl.read_parquet(path)
             elif m.get("pr_curve"):
@@ -781,12 +778,12 @@ def _runs(res: Results, folder: str, marker: str) -> list[str]:
 
 def encoder_runs(res: Results) -> list[str]:
     """Runs with a ``train.json`` (only ``run_name`` when it is set)."""
-    return _runs(res, "encoders", "train.json")
+    return _runs(res, L.ENCODERS, L.ENCODER_TRAIN)
 
 
 def evaluation_runs(res: Results) -> list[str]:
     """Runs with a ``metrics.parquet`` (only ``run_name`` when it is set)."""
-    return _runs(res, "evaluation", "metrics.parquet")
+    return _runs(res, L.EVALUATION, L.EVALUATION_FILES["metrics"])
 
 
 BASELINE = "baseline:"  # how a baseline's name is shown beside the runs' names
@@ -795,8 +792,9 @@ BASELINE = "baseline:"  # how a baseline's name is shown beside the runs' names
 def baselines(res: Results) -> list[str]:
     """Evaluated baselines (``evaluation/baselines/<name>/metrics.parquet``): the config's
     ``evaluate.baselines`` in its order when the config is known, else every one found."""
-    base = res.path("evaluation/baselines")
-    found = sorted(p.parent.name for p in base.glob("*/metrics.parquet")) if base.is_dir() else []
+    base = res.path(L.BASELINES)
+    marker = L.EVALUATION_FILES["metrics"]
+    found = sorted(p.parent.name for p in base.glob(f"*/{marker}")) if base.is_dir() else []
     configured = ((res.config or {}).get("evaluate") or {}).get("baselines")
     if isinstance(configured, Mapping):
         return [b for b in configured if b in found]
@@ -811,25 +809,25 @@ def evaluated_models(res: Results) -> list[str]:
 def evaluation_dir(name: str) -> str:
     """The results folder of an evaluated model (a run, or ``baseline:<name>``)."""
     if name.startswith(BASELINE):
-        return f"evaluation/baselines/{name[len(BASELINE) :]}"
-    return f"evaluation/{name}"
+        return L.baseline_dir(name[len(BASELINE) :])
+    return L.evaluation_dir(name)
 
 
 def encoder_train(res: Results, run: str) -> dict[str, Any]:
-    return _read_json(res.path(f"encoders/{run}/train.json"))
+    return _read_json(res.path(L.encoder_file(L.ENCODER_TRAIN, run)))
 
 
 def encoder_steps(res: Results, run: str) -> pl.DataFrame | None:
-    path = res.path(f"encoders/{run}/steps.parquet")
+    path = res.path(L.encoder_file(L.ENCODER_STEPS, run))
     return pl.read_parquet(path) if path.is_file() else None
 
 
 def evaluation_metrics(res: Results, run: str) -> pl.DataFrame:
-    return pl.read_parquet(res.path(f"{evaluation_dir(run)}/metrics.parquet"))
+    return pl.read_parquet(res.path(L.evaluation_file(evaluation_dir(run), "metrics")))
 
 
 def evaluation_json(res: Results, run: str) -> dict[str, Any] | None:
-    path = res.path(f"{evaluation_dir(run)}/metrics.json")
+    path = res.path(L.evaluation_file(evaluation_dir(run), "metrics_json"))
     return _read_json(path) if path.is_file() else None
 
 
@@ -863,7 +861,7 @@ def splitter_quality(
 
 
 def retrieval_ranks(res: Results, run: str) -> pl.DataFrame | None:
-    path = res.path(f"{evaluation_dir(run)}/retrieval_ranks.parquet")
+    path = res.path(L.evaluation_file(evaluation_dir(run), "ranks"))
     return pl.read_parquet(path) if path.is_file() else None
 
 
@@ -871,7 +869,7 @@ def _split_texts(shards_dir: Path, split: str, keys: set[str]) -> dict[str, str]
     """``{key: text}`` of the ``.txt`` members of a split's WebDataset shards (images not read)."""
     import tarfile
 
-    manifest = _read_json(shards_dir / "manifest.json")
+    manifest = _read_json(shards_dir / L.MANIFEST)
     out: dict[str, str] = {}
     for shard in ((manifest.get("splits") or {}).get(split) or {}).get("shards") or []:
         with tarfile.open(shards_dir / split / str(shard["name"])) as tar:
@@ -907,12 +905,12 @@ def retrieval_matches(res: Results, run: str) -> tuple[list[int] | None, str]:
     if ranks is None or ranks.height != int(n_pairs):
         return None, "retrieval_ranks.parquet missing or of another size"
     keys = ranks["key"].to_list()
-    candidates = [res.path("shards")]
-    trained = res.path(f"encoders/{run}/train.json")
+    candidates = [res.path(L.SHARDS)]
+    trained = res.path(L.encoder_file(L.ENCODER_TRAIN, run))
     if trained.is_file() and _read_json(trained).get("shards_dir"):
         candidates.append(res.resolve(str(_read_json(trained)["shards_dir"])))
     for shards in candidates:
-        if not (shards / "manifest.json").is_file():
+        if not (shards / L.MANIFEST).is_file():
             continue
         try:
             texts = _split_texts(shards, str(ev.get("split") or "test"), set(keys))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pmcflow
+from pmcflow import layout as L
 from pmcflow.report.load import Results, evaluation_dir
 from pmcflow.tables import file_sha256
 
@@ -147,10 +148,10 @@ def shipped_detector() -> Provenance | None:
 
 def detector_training_data(res: Results) -> int | None:
     """Training images of this run's detector: ``detector/model/train.txt`` lines, else synth/train's count."""
-    listing = res.path("detector/model/train.txt")
+    listing = res.path(L.DETECTOR_TRAIN_IMAGES)
     if listing.is_file():
         return sum(1 for line in listing.read_text(encoding="utf-8").splitlines() if line.strip())
-    counts = _read_json(res.path("synth/train/counts.json"))
+    counts = _read_json(res.path(L.SYNTH_COUNTS.format(split="train")))
     if counts and isinstance(counts.get("kept"), int):
         return int(counts["kept"])
     return None
@@ -158,9 +159,9 @@ def detector_training_data(res: Results) -> int | None:
 
 def trained_detector(res: Results, train: dict[str, Any] | None = None) -> Provenance:
     """This run's detector, from ``detector/model/train.json``."""
-    tr = train if train is not None else _read_json(res.path("detector/model/train.json"))
+    tr = train if train is not None else _read_json(res.path(L.DETECTOR_TRAIN))
     if tr is None:
-        return Provenance(UNKNOWN, "detector trained in this run", "no detector/model/train.json")
+        return Provenance(UNKNOWN, "detector trained in this run", f"no {L.DETECTOR_TRAIN}")
     params = tr.get("params") or {}
     arch = params.get("model") or params.get("preset")
     model = str(tr.get("backend")) + (f" ({arch})" if arch else "")
@@ -172,7 +173,7 @@ def trained_detector(res: Results, train: dict[str, Any] | None = None) -> Prove
     kind = SMOKE if _smoke(n) else IN_RUN
     if n is None:
         kind = UNKNOWN
-    return Provenance(kind, model, detail, "detector/model/train.json")
+    return Provenance(kind, model, detail, L.DETECTOR_TRAIN)
 
 
 def eval_detector(res: Results, name: str, checkpoint: str | None) -> Provenance:
@@ -182,7 +183,9 @@ def eval_detector(res: Results, name: str, checkpoint: str | None) -> Provenance
         return Provenance(WEIGHT_FREE, name.split("-")[0], "rule-based panel splitter, no learned weights")
     if ck == "shipped":
         return shipped_detector() or Provenance(UNKNOWN, name, "checkpoint 'shipped' but no detector.json")
-    if name.endswith("-trained") or (Path(ck).name == "model.pt" and "detector/model" in ck):
+    if name.endswith("-trained") or (
+        Path(ck).name == Path(L.DETECTOR_WEIGHTS).name and L.DETECTOR_MODEL in ck
+    ):
         return trained_detector(res)
     return Provenance(UNKNOWN, name, f"checkpoint {ck}" if ck else "")
 
@@ -195,7 +198,7 @@ def decompose_detector(res: Results, detector: str, sha256: str | None) -> Prove
     meta = _read_json(SHIPPED_DETECTOR / "detector.json") or {}
     if sha256 and sha256 == meta.get("sha256") and shipped is not None:
         return shipped
-    trained = res.path("detector/model/model.pt")
+    trained = res.path(L.DETECTOR_WEIGHTS)
     if sha256 and trained.is_file() and sha256_file(trained) == sha256:
         return trained_detector(res)
     return Provenance(UNKNOWN, detector, f"checkpoint sha256 {sha256[:12]}…" if sha256 else "")
@@ -206,9 +209,9 @@ def decompose_detector(res: Results, detector: str, sha256: str | None) -> Prove
 # --------------------------------------------------------------------------------------------
 def encoder(res: Results, run: str, train: dict[str, Any] | None = None) -> Provenance:
     """The encoder of run ``run``, from ``encoders/<run>/train.json``."""
-    tr = train if train is not None else _read_json(res.path(f"encoders/{run}/train.json"))
+    tr = train if train is not None else _read_json(res.path(L.encoder_file(L.ENCODER_TRAIN, run)))
     if tr is None:
-        return Provenance(UNKNOWN, run, f"no encoders/{run}/train.json")
+        return Provenance(UNKNOWN, run, f"no {L.encoder_file(L.ENCODER_TRAIN, run)}")
     cfg = tr.get("config") or {}
     name = str(tr.get("model") or cfg.get("model") or tr.get("model_id"))
     epochs = (tr.get("schedule") or {}).get("epochs", cfg.get("epochs"))
@@ -224,12 +227,12 @@ def encoder(res: Results, run: str, train: dict[str, Any] | None = None) -> Prov
     if cfg.get("pretrained"):
         detail += f"; initialised from {cfg['pretrained']}"
     kind = SMOKE if _smoke(n, tiny) else (IN_RUN if n is not None else UNKNOWN)
-    return Provenance(kind, name, detail, f"encoders/{run}/train.json")
+    return Provenance(kind, name, detail, L.encoder_file(L.ENCODER_TRAIN, run))
 
 
 def baseline(res: Results, name: str) -> Provenance:
     """A baseline (``evaluate.baselines``) from its ``metrics.json``: the model and its weights."""
-    rel = f"{evaluation_dir(name)}/metrics.json"
+    rel = L.evaluation_file(evaluation_dir(name), "metrics_json")
     rec = (_read_json(res.path(rel)) or {}).get("baseline") or {}
     if not rec:
         return Provenance(UNKNOWN, name, f"no baseline record in {rel}")

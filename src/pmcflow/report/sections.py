@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from pmcflow import layout as L
 from pmcflow.report import load, plots, stats
 from pmcflow.report import provenance as prov
 from pmcflow.report.html import (
@@ -119,7 +120,7 @@ def _prov(p: prov.Provenance) -> Html:
 def funnel(res: Results) -> list[Part]:
     counts = {c.stage: c for c in load.stage_counts(res)}
     if not counts:
-        return [not_run("Stage counts", [res.path("<stage>/counts.json")])]
+        return [not_run("Stage counts", [res.path(f"<stage>/{L.COUNTS}")])]
     statuses = {st.stage: st for st in load.stage_status(res)}
     rows: list[dict[str, Any]] = []
     for spec in load.STAGES:
@@ -167,7 +168,7 @@ def funnel(res: Results) -> list[Part]:
 def rejection_reasons(res: Results) -> list[Part]:
     counts = load.stage_counts(res)
     if not counts:
-        return [not_run("Rejections", [res.path("<stage>/counts.json")])]
+        return [not_run("Rejections", [res.path(f"<stage>/{L.COUNTS}")])]
     per_stage = [
         {"stage": c.stage, "reason": reason, "n": n}
         for c in counts
@@ -206,7 +207,7 @@ def composition(res: Results) -> list[Part]:
         return [
             not_run(
                 "Composition",
-                [res.path("parse/<chunk>/articles.parquet"), res.path("enrich/<chunk>/enriched.parquet")],
+                [res.path(L.shown(L.ARTICLES)), res.path(L.shown(L.ENRICHED))],
             )
         ]
     parts.append(heading("Licences"))
@@ -234,13 +235,9 @@ def composition(res: Results) -> list[Part]:
         rows.append(row)
     parts.append(table(rows, caption="Licence codes: parsed articles and subfigures in the final table"))
     if arts is None:
-        parts.append(
-            not_run("Parsed articles (licences per article)", [res.path("parse/<chunk>/articles.parquet")])
-        )
+        parts.append(not_run("Parsed articles (licences per article)", [res.path(L.shown(L.ARTICLES))]))
     if final is None:
-        parts.append(
-            not_run("Subfigure table (licences per subfigure)", [res.path("enrich/<chunk>/enriched.parquet")])
-        )
+        parts.append(not_run("Subfigure table (licences per subfigure)", [res.path(L.shown(L.ENRICHED))]))
     if lic_sub:
         parts.append(
             figure_png(plots.bar_counts(lic_sub, title="Subfigures by licence", xlabel="subfigures"))
@@ -250,7 +247,7 @@ def composition(res: Results) -> list[Part]:
     ds = load.dataset(res)
     mod_cfg = ((res.config or {}).get("filter") or {}).get("modality") or {}
     if ds is None:
-        parts.append(not_run("Modality (filter stage)", [res.path("filter/<chunk>/dataset.parquet")]))
+        parts.append(not_run("Modality (filter stage)", [res.path(L.shown(L.DATASET))]))
     elif (
         mod_cfg.get("enabled") is False
         or "modality" not in ds.columns
@@ -283,7 +280,7 @@ def composition(res: Results) -> list[Part]:
     parts.append(heading("Shards"))
     man = load.shard_manifest(res)
     if man is None:
-        parts.append(not_run("Shards", [res.path("shards/manifest.json")]))
+        parts.append(not_run("Shards", [res.path(L.SHARD_MANIFEST)]))
     else:
         srows = [
             {
@@ -295,7 +292,7 @@ def composition(res: Results) -> list[Part]:
             }
             for name, sp in sorted((man.get("splits") or {}).items())
         ]
-        parts.append(table(srows, caption="WebDataset shards per split (shards/manifest.json)"))
+        parts.append(table(srows, caption=f"WebDataset shards per split ({L.SHARD_MANIFEST})"))
     return parts
 
 
@@ -375,7 +372,7 @@ def text_lengths(res: Results) -> list[Part]:
         return [
             not_run(
                 "Text lengths",
-                [res.path("parse/<chunk>/figures.parquet"), res.path("enrich/<chunk>/enriched.parquet")],
+                [res.path(L.shown(L.FIGURES)), res.path(L.shown(L.ENRICHED))],
             )
         ]
     rows: list[dict[str, Any]] = []
@@ -418,7 +415,7 @@ def tokenized_lengths(res: Results, max_samples: int | None = 5000) -> list[Part
         return [
             not_run(
                 "Token lengths (model tokenizer)",
-                [res.path("filter/<chunk>/dataset.parquet"), res.path("enrich/<chunk>/enriched.parquet")],
+                [res.path(L.shown(L.DATASET)), res.path(L.shown(L.ENRICHED))],
             )
         ]
     tok: load.TextTokenizer = data["tokenizer"]
@@ -475,7 +472,7 @@ def tokenized_lengths(res: Results, max_samples: int | None = 5000) -> list[Part
 def examples(res: Results, n: int = 8, seed: int = 0) -> list[Part]:
     final = load.final_subfigures(res)
     if final is None:
-        return [not_run("Examples", [res.path("enrich/<chunk>/enriched.parquet")])]
+        return [not_run("Examples", [res.path(L.shown(L.ENRICHED))])]
     stage, df = final
     # Prefer subfigures whose subcaption is their own (not the full caption) and that have a summary.
     ranked = (
@@ -522,7 +519,7 @@ def _eval_provenance(res: Results, ev: dict[str, Any]) -> dict[str, prov.Provena
 def detector_metrics(res: Results) -> list[Part]:
     ev = load.detector_eval(res)
     if ev is None:
-        return [not_run("Detector evaluation", [res.path("detector/eval/eval.json")])]
+        return [not_run("Detector evaluation", [res.path(L.DETECTOR_EVAL)])]
     df = load.detector_metrics(ev)
     provs = _eval_provenance(res, ev)
     rows = [{**r, "model": provs[r["detector"]].kind} for r in _rows(df)] if df.height else []
@@ -533,7 +530,7 @@ def detector_metrics(res: Results) -> list[Part]:
             "score threshold.  Column 'model': shipped (weights in the package), smoke-test (trained in this run "
             "on a tiny set: its numbers are not a quality measure), trained in this run, or weight-free."
         ),
-        table(rows, caption="Detection metrics per detector and evaluation set (detector/eval/eval.json)"),
+        table(rows, caption=f"Detection metrics per detector and evaluation set ({L.DETECTOR_EVAL})"),
         note(
             "eval.json records no confidence intervals for these metrics; 'images' and 'gt boxes' give the "
             "sample sizes.  No chance line: detection has no class-guessing baseline."
@@ -546,7 +543,7 @@ def detector_metrics(res: Results) -> list[Part]:
 def detector_pr(res: Results) -> list[Part]:
     ev = load.detector_eval(res)
     if ev is None:
-        return [not_run("PR curves", [res.path("detector/eval/eval.json")])]
+        return [not_run("PR curves", [res.path(L.DETECTOR_EVAL)])]
     curves = load.pr_curves(res, ev)
     if not curves:
         return [note("eval.json has no PR curve points and no pr_<detector>_<set>.parquet exists.")]
@@ -566,10 +563,10 @@ def detector_pr(res: Results) -> list[Part]:
 def detector_training(res: Results) -> list[Part]:
     off = load.disabled_reason(res, "detector training")
     if off is not None:
-        return [not_run("Detector training", [res.path("detector/model/train.json")], reason=off)]
+        return [not_run("Detector training", [res.path(L.DETECTOR_TRAIN)], reason=off)]
     tr = load.detector_train(res)
     if tr is None:
-        return [not_run("Detector training", [res.path("detector/model/train.json")])]
+        return [not_run("Detector training", [res.path(L.DETECTOR_TRAIN)])]
     p = prov.trained_detector(res, tr)
     params = tr.get("params") or {}
     rows = [
@@ -594,7 +591,7 @@ def detector_training(res: Results) -> list[Part]:
 def decompositions(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
     sub = load.subfigures(res)
     if sub is None:
-        return [not_run("Decomposition examples", [res.path("decompose/<chunk>/subfigures.parquet")])]
+        return [not_run("Decomposition examples", [res.path(L.shown(L.SUBFIGURES))])]
     per_fig = sub.group_by("figure_uid").len()
     label_mix = {str(k): int(v) for k, v in sub["label_source"].fill_null("none").value_counts().iter_rows()}
     sha_col = "detector_checkpoint_sha256" if "detector_checkpoint_sha256" in sub.columns else None
@@ -648,7 +645,7 @@ def decompositions(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
 # ============================================================================================
 def _enriched_or_note(res: Results) -> pl.DataFrame | Html:
     df = load.enriched(res)
-    return df if df is not None else not_run("Enrichment", [res.path("enrich/<chunk>/enriched.parquet")])
+    return df if df is not None else not_run("Enrichment", [res.path(L.shown(L.ENRICHED))])
 
 
 def subcaption_sources(res: Results) -> list[Part]:
@@ -820,7 +817,9 @@ def enrich_examples(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
 def encoder_training(res: Results) -> list[Part]:
     runs = load.encoder_runs(res)
     if not runs:
-        return [not_run("Encoder training", [res.path(f"encoders/{res.run_name or '<run>'}/train.json")])]
+        return [
+            not_run("Encoder training", [res.path(L.encoder_file(L.ENCODER_TRAIN, res.run_name or "<run>"))])
+        ]
     rows, steps, provs = [], {}, {}
     for run in runs:
         tr = load.encoder_train(res, run)
@@ -879,7 +878,8 @@ def retrieval(res: Results) -> list[Part]:
     if not runs:
         return [
             not_run(
-                "Retrieval evaluation", [res.path(f"evaluation/{res.run_name or '<run>'}/metrics.parquet")]
+                "Retrieval evaluation",
+                [res.path(L.evaluation_file(L.evaluation_dir(res.run_name or "<run>"), "metrics"))],
             )
         ]
     parts: list[Part] = []
@@ -964,7 +964,8 @@ def zero_shot(res: Results) -> list[Part]:
     if not runs:
         return [
             not_run(
-                "Zero-shot evaluation", [res.path(f"evaluation/{res.run_name or '<run>'}/metrics.parquet")]
+                "Zero-shot evaluation",
+                [res.path(L.evaluation_file(L.evaluation_dir(res.run_name or "<run>"), "metrics"))],
             )
         ]
     parts: list[Part] = []
@@ -1094,7 +1095,7 @@ def benchmarks(res: Results) -> list[Part]:
     ]
     used = []
     for run in runs[:1]:
-        path = res.path(f"{load.evaluation_dir(run)}/benchmarks.json")
+        path = res.path(L.evaluation_file(load.evaluation_dir(run), "benchmarks"))
         doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         for b in doc.get("benchmarks", []):
             files = b.get("files") or []
@@ -1147,7 +1148,7 @@ def robustness(res: Results) -> list[Part]:
     """Perturbation robustness per run: ratio, delta with its paired bootstrap CI, Wilcoxon p."""
     parts: list[Part] = []
     for run in load.evaluated_models(res):
-        path = res.path(f"{load.evaluation_dir(run)}/robustness.parquet")
+        path = res.path(L.evaluation_file(load.evaluation_dir(run), "robustness"))
         if not path.is_file():
             continue
         df = pl.read_parquet(path)
@@ -1180,7 +1181,7 @@ def robustness(res: Results) -> list[Part]:
 
 def embeddings(res: Results) -> list[Part]:
     """t-SNE maps per model and MMD permutation tests per pair of models (rule compare_embeddings)."""
-    summary_path = res.path("evaluation/embeddings/embeddings.json")
+    summary_path = res.path(L.EMBEDDINGS_SUMMARY)
     if not summary_path.is_file():
         emb = ((res.config or {}).get("evaluate") or {}).get("embedding") or {}
         why = (
@@ -1190,7 +1191,7 @@ def embeddings(res: Results) -> list[Part]:
         )
         return [not_run("Embedding analysis", [summary_path], reason=why)]
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    mmd = pl.read_parquet(res.path("evaluation/embeddings/mmd.parquet"))
+    mmd = pl.read_parquet(res.path(L.EMBEDDINGS_MMD))
     st = summary.get("settings") or {}
     parts: list[Part] = [
         para(
@@ -1206,7 +1207,7 @@ def embeddings(res: Results) -> list[Part]:
             parts.append(note(f"{bench}: not compared ({info['skipped']})."))
             continue
         parts.append(heading(f"{bench}: {info['n_used']} of {info['n_images']} test images", level=4))
-        png = res.path(f"evaluation/embeddings/{info['tsne_png']}")
+        png = res.path(f"{L.EMBEDDINGS_DIR}/{info['tsne_png']}")
         if png.is_file():
             parts.append(Png(png.read_bytes(), alt=f"t-SNE of the {bench} test image embeddings"))
         rows = [

@@ -1,0 +1,176 @@
+"""The results layout (pmcflow.layout) is the one spelling of where outputs live under the results
+folder: the rules, `pmcflow outputs` and the report loader take their paths from it."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pmcflow import closure, outputs
+from pmcflow import layout as L
+from pmcflow import tables as T
+from pmcflow.report import load
+
+REPO = Path(__file__).resolve().parents[2]
+SRC = REPO / "src" / "pmcflow"
+WILDCARDS = {"chunk", "split", "shard", "run", "baseline"}
+
+
+def _templates() -> dict[str, str]:
+    """Every path the module spells: its string constants and its functions at their defaults."""
+    folders = {"SHARDS", "ENCODERS", "DEMO_BENCHMARKS", "EVALUATION", "REPORTS"}
+    out = {
+        n: v for n, v in vars(L).items() if n.isupper() and isinstance(v, str) and ("/" in v or n in folders)
+    }
+    out.update(
+        {
+            f"{n}()": getattr(L, n)()
+            for n in ("encoder_dir", "evaluation_dir", "baseline_dir", "baseline_model")
+        }
+    )
+    out.update({"report_html(x)": L.report_html("x"), "detector_pr(a, b)": L.detector_pr("a", "b")})
+    out.update({f"counts({s})": L.counts(s) for s in L.STAGE_DIRS})
+    out.update({f"chunk_counts({s})": L.chunk_counts(s) for s in L.CHUNKED})
+    return out
+
+
+def _top_folders() -> set[str]:
+    return {t.split("/")[0] for t in _templates().values()}
+
+
+def test_templates_are_relative_snakemake_paths_under_the_documented_folders() -> None:
+    doc = L.__doc__ or ""
+    for name, template in _templates().items():
+        assert template and not template.startswith("/") and not template.endswith("/"), name
+        assert "//" not in template and "\\" not in template, name
+        assert set(re.findall(r"\{(\w+)\}", template)) <= WILDCARDS, name
+        # the module docstring lists the tree: every top folder (or the <stage> line) is in it
+        top = template.split("/")[0]
+        assert f"{top}/" in doc or (top in L.CHUNKED and "<stage>/<chunk>/" in doc), (name, top)
+
+
+def test_paths_resolve_as_documented() -> None:
+    assert L.chunk_file("parse", "figures.parquet", "c000001") == "parse/c000001/figures.parquet"
+    assert L.SUBFIGURES == "decompose/{chunk}/subfigures.parquet"
+    assert L.CROPS.format(chunk="c000007") == "decompose/c000007/crops"
+    assert L.counts("list") == "listing/counts.json"
+    assert L.counts("shard") == "shards/counts.json"
+    assert L.rejections("filter") == "filter/rejections.parquet"
+    assert L.stage_file("acquire", L.PENDING) == "acquire/pending.parquet"
+    assert L.SHARD_CHUNK == "shard_chunks/{chunk}"
+    assert L.SHARD_MANIFEST == "shards/manifest.json"
+    assert L.SYNTH_SHARD == "synth/{split}/shard-{shard}"
+    assert L.detector_pr("yolo-trained", "synthetic_holdout") == (
+        "detector/eval/pr_yolo-trained_synthetic_holdout.parquet"
+    )
+    assert L.encoder_file(L.ENCODER_TRAIN, "tiny") == "encoders/tiny/train.json"
+    assert L.evaluation_file(L.baseline_dir("hub"), "metrics_json") == "evaluation/baselines/hub/metrics.json"
+    assert L.baseline_model() == "evaluation/baselines/{baseline}/model"
+    assert L.report_html("dataset") == "reports/dataset.html"
+    assert L.shown(L.ENRICHED) == "enrich/<chunk>/enriched.parquet"
+    assert L.shown(L.SYNTH_SHARD) == "synth/<split>/shard-<shard>"
+    assert L.chunk_glob(L.DATASET) == "filter/c*/dataset.parquet"
+    # the report loader names a model by run or as baseline:<name>; both land in the layout's folders
+    assert load.evaluation_dir("tiny") == L.evaluation_dir("tiny") == "evaluation/tiny"
+    assert load.evaluation_dir("baseline:hub") == L.baseline_dir("hub")
+
+
+def test_the_stage_funnels_take_their_files_from_the_layout() -> None:
+    stages = list(L.STAGE_DIRS)
+    assert [s for s, _, _ in outputs.STAGES] == stages == [s.stage for s in load.STAGES]
+    assert [c for _, c, _ in outputs.STAGES] == [L.counts(s) for s in stages]
+    assert [s.counts for s in load.STAGES] == [L.counts(s) for s in stages]
+    assert {s: rels[0] for s, rels in load.REJECTION_FILES.items()} == {s: L.rejections(s) for s in stages}
+    assert load.REJECTION_FILES["acquire"][1] == L.stage_file("acquire", L.MEDIA_REJECTIONS)
+    assert load.MODEL_STAGES["detector training"] == L.DETECTOR_TRAIN
+    assert load.MODEL_STAGES["encoder training"] == L.shown(L.encoder_file(L.ENCODER_TRAIN))
+    # what `pmcflow outputs` shows for a stage is the layout's template, as people read it
+    shown = {s: o for s, _, o in outputs.STAGES}
+    assert shown["acquire"] == L.shown(L.ACQUIRED)
+    assert shown["parse"] == "parse/<chunk>/{articles,figures,mentions}.parquet"
+    assert shown["decompose"].startswith(L.shown(L.SUBFIGURES))
+
+
+def _string_literals(text: str) -> list[str]:
+    return re.findall(r'f?"((?:[^"\\\n]|\\.)*)"', text)
+
+
+def test_no_rule_spells_a_results_path() -> None:
+    """rules/*.smk build every results path with results_path(_LAYOUT...): a literal path (or RESULTS
+    itself, outside common.smk's definitions) fails here, so a rename touches the layout only."""
+    folders = "|".join(sorted(map(re.escape, _top_folders())))
+    spelled = re.compile(rf"^(?:\{{RESULTS\}}/|(?:{folders})/)|\.(?:parquet|npz|html|json)$")
+    files = [*sorted((REPO / "rules").glob("*.smk")), REPO / "Snakefile"]
+    assert len(files) > 10
+    for smk in files:
+        text = smk.read_text(encoding="utf-8")
+        for lit in _string_literals(text):
+            if lit.startswith(("{LOGS}/", "{RESOURCES}/")) or lit == "{RESULTS}/{rel}":
+                continue  # logs, downloads; common.smk's results_path()
+            assert not spelled.search(lit), f"{smk.name}: results path spelled in a rule: {lit!r}"
+        if smk.name == "common.smk":
+            assert text.count("{RESULTS}") == 1  # results_path() alone
+        elif smk.name != "Snakefile":
+            assert "RESULTS" not in text, f"{smk.name}: RESULTS used directly; use results_path(_LAYOUT...)"
+
+
+def test_the_rules_load_it_without_pmcflow_installed() -> None:
+    """common.smk loads layout.py by file (_stdlib_module): it imports the standard library only."""
+    tree = ast.parse((SRC / "layout.py").read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    spec = importlib.util.spec_from_file_location("_pmcflow_layout", SRC / "layout.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.DATASET == L.DATASET and mod.counts("shard") == L.counts("shard")
+    assert '_LAYOUT = _stdlib_module("layout")' in (REPO / "rules" / "common.smk").read_text(encoding="utf-8")
+
+
+def test_only_the_reports_reach_it() -> None:
+    """Stage code writes its own folder's files where its rule points it; only the reports read the
+    layout. So editing layout.py reruns the reports alone (a renamed path reaches the rules through
+    their outputs), never the pipeline (tests/integration/test_rerun_triggers.py)."""
+
+    def reach(*entries: Path) -> set[str]:
+        return {p.relative_to(SRC).as_posix() for p in closure.closure(SRC, list(entries))}
+
+    for script in sorted((REPO / "scripts").glob("*.py")):
+        if script.name != "report.py":
+            assert "layout.py" not in reach(script), script.name
+    for notebook in sorted((REPO / "notebooks").glob("*.ipynb")):
+        assert "layout.py" in reach(REPO / "scripts" / "report.py", notebook), notebook.name
+
+
+@pytest.mark.parametrize("loader", ["articles", "dataset"])
+def test_the_report_loader_reads_every_chunk_the_layout_names(tmp_path: Path, loader: str) -> None:
+    template = {"articles": L.ARTICLES, "dataset": L.DATASET}[loader]
+    for i, chunk in enumerate(("c000001", "c000042")):
+        path = tmp_path / template.format(chunk=chunk)
+        path.parent.mkdir(parents=True)
+        pl.DataFrame({"uid": [f"{chunk}/{i}"]}).write_parquet(path)
+    (tmp_path / "elsewhere").mkdir()
+    pl.DataFrame({"uid": ["not a chunk"]}).write_parquet(tmp_path / "elsewhere" / Path(template).name)
+    df = getattr(load, loader)(load.Results(results_dir=tmp_path, workdir=tmp_path))
+    assert df is not None and df["uid"].to_list() == ["c000001/0", "c000042/1"]
+
+
+def test_outputs_reads_the_counts_the_layout_names(tmp_path: Path) -> None:
+    for stage in ("list", "shard"):
+        path = tmp_path / L.counts(stage)
+        path.parent.mkdir(parents=True)
+        T.write_counts(path, T.counts_record(stage, 5, 4, {"bad": 1}))
+    rows = outputs.collect(tmp_path)
+    assert [r["stage"] for r in rows] == ["list", "shard"]
+    assert rows[1]["outputs"].startswith(str(tmp_path / L.SHARDS))
