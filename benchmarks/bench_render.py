@@ -65,8 +65,9 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from pmcflow.synth.canvas import CanvasParams  # noqa: E402
 from pmcflow.synth.compose import FigureParams  # noqa: E402
-from pmcflow.synth.render import parse_size, render, render_one  # noqa: E402
+from pmcflow.synth.render import parse_size, render, render_one, source_side  # noqa: E402
 from pmcflow.synth.sources import (  # noqa: E402
     SourcePool,
     SourceRef,
@@ -208,14 +209,28 @@ def _tree_digest(d: Path, pattern: str) -> str:
     return _file_digest(sorted(d.glob(pattern)), d)
 
 
+def _pool_side(size: tuple[int, int]) -> int:
+    """The long side `render` caches sources at: the longest canvas the default synth.canvas draws."""
+    return source_side(size[0], size[1], CanvasParams.from_config(None))
+
+
+def _mean_size(out: Path) -> dict[str, float]:
+    """Mean width and height of the figures a render wrote (canvases grow per figure, synth.canvas)."""
+    images = json.loads((out / "annotations.json").read_text(encoding="utf-8"))["images"]
+    return {
+        "mean_w": statistics.mean(im["width"] for im in images),
+        "mean_h": statistics.mean(im["height"] for im in images),
+    }
+
+
 def run_pmcflow_render(pool_dir: Path, n: int, seed: int, size: tuple[int, int], out: Path) -> dict[str, Any]:
     """What ``pmcflow render --sources <modality: dir>`` does (pool built inside the timing)."""
-    pool = pool_from_config(_mapping(pool_dir), max_side=max(size))
+    pool = pool_from_config(_mapping(pool_dir), max_side=_pool_side(size))
     decodes = _counting(pool)
     counts = render(n, seed, out, size=size, sources=pool)
     if counts["kept"] != n:
         raise RuntimeError(f"pmcflow rendered {counts['kept']}/{n}: {counts}")
-    return {"panels": counts["extra"]["panels"], "decodes": decodes[0], "mean_w": size[0], "mean_h": size[1]}
+    return {"panels": counts["extra"]["panels"], "decodes": decodes[0], **_mean_size(out)}
 
 
 def run_pmcflow_no_reuse(
@@ -223,10 +238,10 @@ def run_pmcflow_no_reuse(
 ) -> dict[str, Any]:
     """``render`` with a 1-entry source cache: every panel decodes its source, as with a production
     pool far larger than the default 512-entry cache (and as the peer always does)."""
-    pool = pool_from_config(_mapping(pool_dir), max_side=max(size), cache_size=1)
+    pool = pool_from_config(_mapping(pool_dir), max_side=_pool_side(size), cache_size=1)
     decodes = _counting(pool)
     counts = render(n, seed, out, size=size, sources=pool)
-    return {"panels": counts["extra"]["panels"], "decodes": decodes[0], "mean_w": size[0], "mean_h": size[1]}
+    return {"panels": counts["extra"]["panels"], "decodes": decodes[0], **_mean_size(out)}
 
 
 def run_pmcflow_cached(
@@ -234,24 +249,27 @@ def run_pmcflow_cached(
 ) -> dict[str, Any]:
     """The old benchmark's setting: the builtin pool, already decoded and cached."""
     counts = render(n, seed, out, size=size, sources=pool)
-    return {"panels": counts["extra"]["panels"], "decodes": 0, "mean_w": size[0], "mean_h": size[1]}
+    return {"panels": counts["extra"]["panels"], "decodes": 0, **_mean_size(out)}
 
 
 def run_pmcflow_jpeg(pool_dir: Path, n: int, seed: int, size: tuple[int, int], out: Path) -> dict[str, Any]:
     """pmcflow's figures in the peer's output format: one JPEG (q75) + one JSON per figure."""
-    pool = pool_from_config(_mapping(pool_dir), max_side=max(size))
+    pool = pool_from_config(_mapping(pool_dir), max_side=_pool_side(size))
     decodes = _counting(pool)
-    params = FigureParams()
+    params = FigureParams(canvas=CanvasParams.from_config(None))  # the canvases `render` draws
     out.mkdir(parents=True, exist_ok=True)
     panels = 0
+    sizes = []
     for i in range(n):
         im, anns, _ = render_one(i, seed, pool, size[0], size[1], params)
         im.save(out / f"synth_{i:08d}.jpg", "JPEG", quality=PEER_JPEG_QUALITY)
         (out / f"synth_{i:08d}.json").write_text(
-            json.dumps({"width": size[0], "height": size[1], "annotations": anns}, indent=4)
+            json.dumps({"width": im.width, "height": im.height, "annotations": anns}, indent=4)
         )
         panels += len(anns)
-    return {"panels": panels, "decodes": decodes[0], "mean_w": size[0], "mean_h": size[1]}
+        sizes.append(im.size)
+    mean_w, mean_h = statistics.mean(w for w, _ in sizes), statistics.mean(h for _, h in sizes)
+    return {"panels": panels, "decodes": decodes[0], "mean_w": mean_w, "mean_h": mean_h}
 
 
 def load_peer(path: Path) -> tuple[ModuleType, Path]:
@@ -462,10 +480,12 @@ def main(argv: list[str] | None = None) -> int:
             )
 
         costs = source_costs(real_dir, max(size))
-        cached = builtin_pool(max_side=max(size))
+        cached = builtin_pool(max_side=_pool_side(size))
         cached.validate_all()
         for i in range(50):  # decode and cache every source the timed runs will draw
-            render_one(i, args.seed, cached, size[0], size[1], FigureParams())
+            render_one(
+                i, args.seed, cached, size[0], size[1], FigureParams(canvas=CanvasParams.from_config(None))
+            )
 
         methods: list[tuple[str, str, Callable[..., dict[str, Any]], Any, Any, str | None]] = [
             ("realistic", "pmcflow render", run_pmcflow_render, real_dir, None, "images/*"),

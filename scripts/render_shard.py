@@ -23,4 +23,5 @@ render(
     compress_level=int(cfg["compress_level"]),
     split=sm.wildcards.split,
     elements=cfg["elements"],
+    canvas=cfg["canvas"],
 )

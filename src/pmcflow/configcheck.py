@@ -124,6 +124,12 @@ def problems(cfg: Mapping[str, Any], base: str | os.PathLike[str] = ".") -> list
             and rng[0] > rng[1]
         ):
             out.append(f"{key}: low {rng[0]} is above high {rng[1]} (give [low, high])")
+    aspects, panel_aspect = _get(cfg, "synth.canvas.aspect_range"), _get(cfg, "synth.canvas.panel_aspect")
+    if isinstance(aspects, list) and len(aspects) == 2 and isinstance(panel_aspect, int | float):
+        if not aspects[0] <= panel_aspect <= aspects[1]:
+            out.append(
+                f"synth.canvas.aspect_range: {aspects} must be [low, high] around panel_aspect {panel_aspect}"
+            )
     if _get(cfg, "decompose.checkpoint") == "trained" and not _get(cfg, "detector.train"):
         out.append("decompose.checkpoint: 'trained' needs detector.train: true (or name a checkpoint)")
 

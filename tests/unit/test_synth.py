@@ -336,12 +336,14 @@ def test_coco_yolo_and_counts(tmp_path, pool):
         assert anns and all(a["iscrowd"] == 0 and a["area"] == a["bbox"][2] * a["bbox"][3] for a in anns)
         lines = (tmp_path / "r/labels" / (Path(img["file_name"]).stem + ".txt")).read_text().splitlines()
         assert len(lines) == len(anns)
+        iw, ih = img["width"], img["height"]  # each figure's own canvas (synth.canvas grows it)
         for line, a in zip(lines, anns, strict=True):
             c, cx, cy, w, h = line.split()
             x, y, bw, bh = a["bbox"]
-            assert c == "0" and abs(float(cx) * 256 - (x + bw / 2)) < 0.01 and abs(float(w) * 256 - bw) < 0.01
+            assert c == "0" and abs(float(cx) * iw - (x + bw / 2)) < 0.01 and abs(float(w) * iw - bw) < 0.01
+            assert abs(float(cy) * ih - (y + bh / 2)) < 0.01 and abs(float(h) * ih - bh) < 0.01
         with Image.open(tmp_path / "r" / img["file_name"]) as im:
-            assert im.size == (256, 256) and im.mode == "RGB"
+            assert im.size == (iw, ih) and im.mode == "RGB"
             assert im.format == {".png": "PNG", ".jpg": "JPEG"}[Path(img["file_name"]).suffix]
             # no metadata: nothing in a PNG, only the JFIF header in a JPEG (no EXIF, ICC, dpi)
             assert set(im.info) <= {"jfif", "jfif_version", "jfif_unit", "jfif_density"}

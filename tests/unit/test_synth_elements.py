@@ -179,6 +179,7 @@ def test_jpeg_share_names_quality_and_bytes(tmp_path, pool):
     counts = render(n, 8, tmp_path / "a", size=(96, 80), sources=pool)  # schema defaults
     coco = json.loads((tmp_path / "a/annotations.json").read_text())
     names = [im["file_name"] for im in coco["images"]]
+    sizes = {im["file_name"]: (im["width"], im["height"]) for im in coco["images"]}  # grown per figure
     on_disk = sorted(p.relative_to(tmp_path / "a").as_posix() for p in (tmp_path / "a/images").iterdir())
     assert sorted(names) == on_disk and counts["kept"] == n  # one file per figure, named as written
     jpegs = [f for f in names if f.endswith(".jpg")]
@@ -194,7 +195,7 @@ def test_jpeg_share_names_quality_and_bytes(tmp_path, pool):
         if f.endswith(".jpg"):
             assert data[:2] == b"\xff\xd8" and enc["format"] == "jpeg" and 70 <= enc["quality"] <= 95
             with Image.open(tmp_path / "a" / f) as im:
-                assert im.format == "JPEG" and im.mode == "RGB" and im.size == (96, 80)
+                assert im.format == "JPEG" and im.mode == "RGB" and im.size == sizes[f]
                 assert JpegImagePlugin.get_sampling(im) == 2  # 4:2:0
                 assert "exif" not in im.info and "icc_profile" not in im.info
         else:

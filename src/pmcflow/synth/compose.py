@@ -27,7 +27,8 @@ from PIL import Image, ImageDraw
 
 from pmcflow.synth import elements as E
 from pmcflow.synth import labels as L
-from pmcflow.synth.layout import Layout, LayoutParams, sample_layout
+from pmcflow.synth.canvas import CanvasParams, sample_canvas
+from pmcflow.synth.layout import Layout, LayoutParams, choose_structure, sample_layout
 from pmcflow.synth.sources import SourcePool
 
 MIXED = "mixed"
@@ -120,6 +121,7 @@ class FigureSpec:
     panels: list[PanelSpec] = field(default_factory=list)
     elements: E.FigureElements | None = None  # None: drawn without realistic elements
     caption: E.CaptionSpec | None = None  # the distractor caption band (not annotated)
+    canvas: dict[str, Any] | None = None  # a grown canvas: what was drawn (None: the canvas given)
 
     @property
     def encoding(self) -> dict[str, Any]:
@@ -141,6 +143,8 @@ class FigureSpec:
         if self.elements is not None:
             rec["elements"] = self.elements.to_record()
             rec["caption"] = None if self.caption is None else self.caption.to_record()
+        if self.canvas is not None:
+            rec["canvas"] = self.canvas
         return rec
 
 
@@ -166,6 +170,9 @@ class FigureParams:
     # realistic elements (JPEG, caption band, marks, round masks, dark, no gutter); None = none.
     # The render stage fills them from the config schema (``ElementParams.from_config``).
     elements: E.ElementParams | None = None
+    # the canvas per figure (pmcflow.synth.canvas); None or mode "fixed": the width x height given.
+    # The render stage fills it from the config schema (``CanvasParams.from_config``).
+    canvas: CanvasParams | None = None
 
 
 def _choice(rng: np.random.Generator, items: Sequence[Any]) -> Any:
@@ -262,13 +269,27 @@ def sample_figure(
 
     ``n_panels``/``labels`` force the panel count and label texts (demo corpus: the caption's
     letters); ``modality`` forces the figure modality (a pool modality or ``"mixed"``).
+    ``width x height`` is the canvas, or with a growing ``params.canvas`` the base the figure's
+    own canvas is drawn from (``spec.width``/``spec.height`` are the canvas drawn).
     """
     modalities = pool.modalities
     if not modalities:
         raise ValueError("the source pool is empty")
-    # the elements' own stream: a child of the figure's generator (spawning leaves its stream as
-    # it is, so the panels, crops and labels are drawn as without elements)
-    erng = rng.spawn(1)[0] if params.elements is not None else None
+    if labels is not None and n_panels is None:
+        n_panels = max(1, len(labels))
+    # the elements' own stream: child 0 of the figure's generator (spawning leaves its stream as
+    # it is, so the panels, crops and labels are drawn as without elements); a growing canvas
+    # draws the panel grid and the canvas from child 1 (so the elements' stream is the same with
+    # and without it, and switching elements off leaves the canvas alone)
+    grow = params.canvas is not None and params.canvas.grows
+    kids = rng.spawn(2) if grow else rng.spawn(1) if params.elements is not None else []
+    erng = kids[0] if params.elements is not None else None
+    structure: tuple[str, list[int]] | None = None
+    canvas_rec: dict[str, Any] | None = None
+    if grow and params.canvas is not None:
+        crng = kids[1]
+        structure = choose_structure(crng, params.layout, n_panels)
+        width, height, canvas_rec = sample_canvas(crng, params.canvas, width, height, *structure)
     fig_modality = modality or _choice(rng, [*modalities, MIXED] if len(modalities) > 1 else modalities)
     bg = _choice_weighted(rng, params.backgrounds)
     if fig_modality in PLOT_LIKE_MODALITIES:
@@ -280,8 +301,6 @@ def sample_figure(
         )
         if fe.dark:
             bg = E.DARK_BACKGROUND
-    if labels is not None and n_panels is None:
-        n_panels = max(1, len(labels))
     # labels=[] forces an unlabelled figure (a single-panel figure whose caption names no panel)
     unlabeled = rng.random() < params.unlabeled_rate if labels is None else len(labels) == 0
     grammar = None if unlabeled or labels is not None else _choice(rng, L.GRAMMARS)
@@ -302,6 +321,7 @@ def sample_figure(
         reserve=reserve,
         no_gutter=no_gutter,
         bottom_band=fe.caption_band if fe is not None else 0,
+        structure=structure,
     )
     panel_rngs = erng.spawn(len(layout.slots)) if erng is not None else None
 
@@ -493,6 +513,7 @@ def sample_figure(
         panels=panels,
         elements=fe,
         caption=caption,
+        canvas=canvas_rec,
     )
     return spec, images
 

@@ -1,4 +1,4 @@
-"""Panel arrangements on a fixed canvas.
+"""Panel arrangements on a given canvas (a figure's own: :mod:`pmcflow.synth.canvas`).
 
 A layout is a list of panel rectangles on a ``width x height`` canvas.  Kinds:
 
@@ -202,13 +202,17 @@ def sample_layout(
     reserve: tuple[int, int] = (0, 0),
     no_gutter: bool = False,
     bottom_band: int = 0,
+    structure: tuple[str, list[int]] | None = None,
 ) -> Layout:
     """Sample a layout for a ``width x height`` canvas (``n_panels`` forces the panel count).
 
     ``no_gutter``: gutters 0 and panels filling their cells (touching panels); ``bottom_band``:
-    pixels kept free below the layout.  Neither changes the random draws.
+    pixels kept free below the layout.  Neither changes the random draws.  ``structure``: a kind
+    and panel counts drawn beforehand (:func:`choose_structure`; a canvas sized for its grid,
+    :mod:`pmcflow.synth.canvas`): ``rng`` then draws only the rest.
     """
-    kind, structure = choose_structure(rng, params, n_panels)
+    kind, counts = structure if structure is not None else choose_structure(rng, params, n_panels)
+    counts = list(counts)
     scale = params.gap_scale_px * min(width, height) / 512.0
     gap_x, gap_y = _beta_px(rng, scale), _beta_px(rng, scale)
     margins = tuple(_beta_px(rng, scale) for _ in range(4))
@@ -217,7 +221,7 @@ def sample_layout(
     aspect_mode = str(modes[int(rng.choice(len(modes), p=p / p.sum()))])
     align = "center" if rng.random() < 0.6 else "start"
     fig_aspect = float(ASPECTS[int(rng.integers(len(ASPECTS)))])
-    row_aspects = [float(ASPECTS[int(rng.integers(len(ASPECTS)))]) for _ in structure]
+    row_aspects = [float(ASPECTS[int(rng.integers(len(ASPECTS)))]) for _ in counts]
     big_frac = float(rng.uniform(0.45, 0.66))
     big_left = bool(rng.random() < 0.75)
     if no_gutter:  # after every draw: the stream is the same with and without
@@ -236,7 +240,7 @@ def sample_layout(
     for _ in range(4):
         slots = _build(
             kind,
-            structure,
+            counts,
             width,
             area_h,
             margins,
@@ -264,7 +268,7 @@ def sample_layout(
         width=width,
         height=height,
         kind=kind,
-        structure=list(structure),
+        structure=list(counts),
         slots=slots,
         gap_x=gap_x,
         gap_y=gap_y,
