@@ -57,7 +57,8 @@ def test_every_kind_renders_an_rgb_image_of_sane_size(kind, canvases):
         a = _crop(canvases, kind, k)
         h, w = a.shape[:2]
         assert a.dtype == np.uint8 and a.shape[2] == 3
-        assert 150 <= w <= 1600 and 120 <= h <= 1600, (kind, k, w, h)
+        min_h = 90 if kind == "image_grid" else 120  # one row of small fields is a short strip
+        assert 150 <= w <= 1600 and min_h <= h <= 1600, (kind, k, w, h)
         assert 0.2 <= w / h <= 5.0, (kind, k, w, h)
         assert _ink(a).mean() > 0.003  # something is drawn
     im = C.render_chart(kind, 0)

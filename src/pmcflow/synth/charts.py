@@ -78,7 +78,7 @@ MULTIPART_KINDS: frozenset[str] = frozenset({"blot_quant", "image_graph", "image
 VARIANTS = 8  # variants per kind registered in the builtin pool (chart:<kind>:<k>, k < variants(kind))
 # kinds registered with more variants: image grids are a common panel of real compound figures
 # (one letter over many micrographs), so they get a larger share of the plot-like panels
-KIND_VARIANTS: dict[str, int] = {"image_grid": 24}
+KIND_VARIANTS: dict[str, int] = {"image_grid": 48}
 BG_THRESHOLD = 250  # a pixel with a channel below this is content (the canvas is pure white)
 
 ORIGINS: dict[str, str] = {
