@@ -78,8 +78,8 @@ def test_label_sets_hold_on_real_pmc_captions(pmc_rows: list[dict]) -> None:
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.05
         assert res[split]["label_set_accuracy_labelled"] >= 0.94, res[split]
     # the segment measure: gold segments matched by a predicted one at token F1 >= 0.9
-    assert res["all"]["matched_at_0_9"] >= 0.95
-    assert res["dev"]["matched_at_0_9"] >= 0.97 and res["test"]["matched_at_0_9"] >= 0.88
+    assert res["all"]["matched_at_0_9"] >= 0.96
+    assert res["dev"]["matched_at_0_9"] >= 0.98 and res["test"]["matched_at_0_9"] >= 0.88
     assert res["all"]["shared_text_f1"] >= 0.95
 
 

@@ -539,3 +539,106 @@ def test_assign_gives_the_adjacent_segments_that_name_the_letter() -> None:
         assign_detailed(split_caption(glued), ["b"], caption=glued)["b"].text
         == "(B) Bar.(B, C) Note on both."
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Mixed label styles: leading labels ("D.", "(B)") with the labels of a gap between them written
+# after their phrases ("Energy content (E) per gram …"). Labels that fill the gap, in order, take
+# their sentences; a bracketed letter that fills no gap stays in its panel's text. Invented captions.
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("caption", "expected"),
+    [
+        pytest.param(
+            "Feeding study. A. Food intake per day. B. Body weight of the mice. Glycogen content (C) per "
+            "gram of liver. Lipid content (D) per gram of liver. E. Survival of the mice.",
+            [
+                (["a"], "A. Food intake per day."),
+                (["b"], "B. Body weight of the mice."),
+                (["c"], "Glycogen content (C) per gram of liver."),
+                (["d"], "Lipid content (D) per gram of liver."),
+                (["e"], "E. Survival of the mice."),
+            ],
+            id="trailing-labels-fill-a-gap-one-per-sentence",
+        ),
+        pytest.param(
+            "Lipids. A. Body weight. B. Liver weight. Plasma triglycerides (C) and free fatty acids (D) "
+            "after 8 weeks. E. Energy expenditure.",
+            [
+                (["a"], "A. Body weight."),
+                (["b"], "B. Liver weight."),
+                (["c", "d"], "Plasma triglycerides (C) and free fatty acids (D) after 8 weeks."),
+                (["e"], "E. Energy expenditure."),
+            ],
+            id="two-trailing-labels-of-a-gap-in-one-sentence",
+        ),
+        pytest.param(
+            "Kidney function. (A) Urine volume. (B) Creatinine clearance. Plasma urea and sodium (C, D) "
+            "after 4 weeks. (E) Histology of the cortex.",
+            [
+                (["a"], "(A) Urine volume."),
+                (["b"], "(B) Creatinine clearance."),
+                (["c", "d"], "Plasma urea and sodium (C, D) after 4 weeks."),
+                (["e"], "(E) Histology of the cortex."),
+            ],
+            id="label-list-fills-a-gap-after-a-long-phrase",
+        ),
+        pytest.param(
+            "Ganglion. (A) Overview of the ganglion. (B) Higher magnification. Synapses cluster at the "
+            "midline (C, arrow). (D) Counts.",
+            [
+                (["a"], "(A) Overview of the ganglion."),
+                (["b"], "(B) Higher magnification."),
+                (["c"], "Synapses cluster at the midline (C, arrow)."),
+                (["d"], "(D) Counts."),
+            ],
+            id="label-with-a-five-letter-note-fills-a-gap",
+        ),
+    ],
+)
+def test_trailing_labels_fill_gaps_between_leading_labels(
+    caption: str, expected: list[tuple[list[str], str]]
+) -> None:
+    assert labelled(caption) == expected
+
+
+@pytest.mark.parametrize(
+    ("caption", "expected"),
+    [
+        pytest.param(
+            # "(E)" refers to panel E, which has its own leading label: no gap to fill
+            "Treatment. A. Control. B. Drug X. C. Drug Y, scored as in (E). E. Scoring scheme. F. Counts.",
+            [
+                (["a"], "A. Control."),
+                (["b"], "B. Drug X."),
+                (["c"], "C. Drug Y, scored as in (E)."),
+                (["e"], "E. Scoring scheme."),
+                (["f"], "F. Counts."),
+            ],
+            id="reference-to-a-later-labelled-panel",
+        ),
+        pytest.param(
+            # the gap is C; "(A)" is a reference back, not the missing label
+            "Wound healing. A. Scratch at 0 h. B. Scratch at 24 h. Area measured as in (A) at 48 h. "
+            "D. Closure rate.",
+            [
+                (["a"], "A. Scratch at 0 h."),
+                (["b"], "B. Scratch at 24 h. Area measured as in (A) at 48 h."),
+                (["d"], "D. Closure rate."),
+            ],
+            id="reference-back-inside-a-gap",
+        ),
+        pytest.param(
+            # after the last leading label only the next label continues the sequence: "(D)" skips C
+            "Lipids. A. Body weight. B. Liver weight. Plasma lipids of the same mice (D).",
+            [(["a"], "A. Body weight."), (["b"], "B. Liver weight. Plasma lipids of the same mice (D).")],
+            id="label-after-the-last-that-skips-one",
+        ),
+    ],
+)
+def test_bracketed_letters_that_fill_no_gap_do_not_split(
+    caption: str, expected: list[tuple[list[str], str]]
+) -> None:
+    assert labelled(caption) == expected

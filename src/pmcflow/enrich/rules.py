@@ -18,7 +18,10 @@ How it works
    first label cost, and so does switching style between consecutive markers. Cost is
    O(candidates × alphabet): no quadratic or exponential behaviour on 7,000-token captions.
    Bracketed letters that abbreviate the words before them and are out of panel order in one
-   sentence ("longitudinal muscle (L) and circular muscle (C)") are not panel labels.
+   sentence ("longitudinal muscle (L) and circular muscle (C)") are not panel labels. Mid-sentence
+   markers join a chain of sentence-initial ones only to fill its gaps, in order ("D. … Energy
+   content (E) per gram. Lipids (F) per gram. G. …"), or to continue it by exactly the next label
+   at its end; "as in (E)" before a leading "E." fills no gap and stays in its panel's text.
 3. **Restatements.** Captions repeat labels the chain already has: an overview before its panels
    ("(A–D) Hemilineage 1A. (A, B) The 1A neurons …"), a note after them ("(B–F) Data are
    mean ± SEM."), genotypes listed per panel at the end. Sentence-initial markers of the chain's
@@ -325,8 +328,10 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     """
     found: dict[tuple[int, str, str], _Candidate] = {}
 
-    def add(start: int, end: int, style: str, list_text: str, at_boundary: bool) -> None:
-        for fam, ords, labels in _expand(list_text):
+    def add(start: int, end: int, style: str, list_text: str, at_boundary: bool) -> bool:
+        """Record the readings of one marker; False when its text reads as no label list."""
+        readings = _expand(list_text)
+        for fam, ords, labels in readings:
             if fam == "digit" and style in ("bare", "bare_lc", "comma"):
                 continue  # "3 mice were …", "2, 4 and 6 h": quantities, not labels
             if style == "bare_lc" and fam not in ("upper", "lower"):
@@ -339,12 +344,13 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             key = (start, fam, style)
             if key not in found:
                 found[key] = _Candidate(start, end, style, fam, ords, labels, w, at_boundary)
+        return bool(readings)
 
     paren_starts: set[int] = set()
     for m in _RE_PAREN.finditer(text):
         kind = _boundary_kind(text, m.start(), floor)
-        add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None)
-        paren_starts.add(m.start())
+        if add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None):
+            paren_starts.add(m.start())  # "(H, arrow)" reads as no list ("arrow" is no label): a note
     for m in _RE_PAREN_NOTE.finditer(text):
         if m.start() not in paren_starts:
             kind = _boundary_kind(text, m.start(), floor)
@@ -660,6 +666,12 @@ def _next_word(text: str, pos: int) -> str:
     return m.group(1).lower() if m else ""
 
 
+def _lower_word_after(text: str, pos: int) -> bool:
+    """The word after ``pos`` is all lower case ("after", "per"; not "Trypan", "lacZ", "3D")."""
+    m = _RE_WORD.match(text, pos)
+    return bool(m) and m.group(1).islower()
+
+
 def _is_prefix(text: str, c: _Candidate) -> bool:
     """An inline marker placed *before* the phrase it labels: "for (A) WT mice, (B) KO mice"
     (not "dorsal (A), ventral (B) views", "(A) and", "image (B) shows")."""
@@ -814,8 +826,10 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
                 and prev.style != "inline"
                 and len(text[sentence : c.start].split()) > TRAILING_LABEL_MAX_WORDS
                 and (nxt is None or not _same_sentence(text, c.end, nxt.start))
+                and not _lower_word_after(text, c.end)
             ):
-                # "… with vehicle (B) Trypan blue assay …": a leading label that lost its period
+                # "… with vehicle (B) Trypan blue assay …": a leading label that lost its period (its
+                # description opens like a sentence; "urea and sodium (C, D) after 4 weeks" ends a phrase)
                 seg_start = c.start
             elif not opens:
                 # "Analyses of X: Heatmap after (A) and before (B) …": a heading before a colon is lead
