@@ -10,5 +10,5 @@ from pmcflow.detect.stage import eval_sets_from_config, evaluate_stage  # noqa: 
 sm = snakemake  # noqa: F821
 cfg = params_config(sm.params, "detector", "seed")
 sets = eval_sets_from_config(cfg, str(Path(sm.input.holdout).parent))
-trained = str(Path(sm.input.model) / "train.json") if "model" in sm.input.keys() else None
-evaluate_stage(cfg, sets, str(Path(sm.output.eval).parent), trained_json=trained)
+trained = sm.input.model if "model" in sm.input.keys() else None  # the detector this run trained
+evaluate_stage(cfg, sets, str(Path(sm.output.eval).parent), trained_model=trained)

@@ -322,6 +322,29 @@ def test_the_score_threshold_travels_with_the_checkpoint(tmp_path):
     assert resolve_threshold(None, "xycut", None) == (0.2, "default")
 
 
+def test_trained_model_folder_names_the_detector(chunk, tmp_path):
+    """decompose.checkpoint: trained: the detector stage's folder and its record decide the backend
+    and checkpoint (the rule passes the folder; the stage reads its record)."""
+    from pmcflow.detect.default import trained_record
+    from pmcflow.tables import file_sha256
+
+    path, _ = chunk
+    model = tmp_path / "model"
+    model.mkdir()
+    ckpt = model / "xycut.json"
+    ckpt.write_text(json.dumps({"params": {"min_gutter_px": 5}}))
+    (model / "train.json").write_text(json.dumps({"backend": "xycut", "checkpoint": str(ckpt)}))
+    cfg = {"decompose": {"backend": "ultralytics", "checkpoint": "shipped"}}  # replaced by the record
+    decompose_chunk(cfg, "c0", str(path), str(tmp_path / "out"), trained_model=str(model))
+    rows = T.read_rows(tmp_path / "out" / "subfigures.parquet")
+    assert rows and {(r["detector"].split(":")[0], r["detector_checkpoint_sha256"]) for r in rows} == {
+        ("xycut", file_sha256(ckpt))
+    }
+    (model / "train.json").write_text(json.dumps({"backend": "xycut"}))
+    with pytest.raises(ValueError, match="no backend or checkpoint"):
+        trained_record(model)
+
+
 # ------------------------------------------------------------------------------- reading order
 
 

@@ -281,15 +281,28 @@ def _detect_batch(
         return out
 
 
-def decompose_chunk(cfg: Mapping[str, Any], chunk: str, figures_path: str, out_dir: str) -> dict[str, Any]:
+def decompose_chunk(
+    cfg: Mapping[str, Any],
+    chunk: str,
+    figures_path: str,
+    out_dir: str,
+    *,
+    trained_model: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
     """Decompose every figure graphic of ``chunk``; write the tables, counts and crops to ``out_dir``.
 
+    ``trained_model``: the folder the detector stage wrote (``decompose.checkpoint: trained``); its
+    record names the backend and checkpoint, which replace ``decompose.backend``/``checkpoint``.
     Returns the counts record.  Unreadable, missing or oversized images and figures without a
     graphic become rejection rows; the chunk never fails because of one input.
     """
+    from pmcflow.detect.default import trained_record
     from pmcflow.enrich.rules import caption_letters, caption_positions
 
     dcfg = settings(cfg)
+    if trained_model is not None:
+        trained = trained_record(trained_model)
+        dcfg = {**dcfg, "backend": trained["backend"], "checkpoint": trained["checkpoint"]}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = T.read_rows(figures_path)

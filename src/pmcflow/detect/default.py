@@ -50,7 +50,18 @@ def default_detector(**params: Any) -> tuple[str, Detector]:
     return "xycut", get_detector("xycut", **params)
 
 
-SIDECARS = ("train.json", "detector.json")  # the detector stage's record; the shipped model's
+TRAIN_RECORD = "train.json"  # the detector stage's record next to a trained checkpoint
+SIDECARS = (TRAIN_RECORD, "detector.json")  # ... and the shipped model's
+
+
+def trained_record(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The record the detector stage wrote in ``model_dir`` (:data:`TRAIN_RECORD`): ``backend``,
+    ``checkpoint``, the training parameters and the checkpoint's own score threshold."""
+    path = Path(model_dir) / TRAIN_RECORD
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(record, dict) or not record.get("backend") or not record.get("checkpoint"):
+        raise ValueError(f"{path}: not a detector training record (no backend or checkpoint)")
+    return record
 
 
 def checkpoint_threshold(backend: str, checkpoint: str | os.PathLike[str] | None) -> float | None:

@@ -20,7 +20,7 @@ from typing import Any
 from pmcflow import tables as T
 from pmcflow.config import section as config_section
 from pmcflow.detect.base import get_detector, run_detection
-from pmcflow.detect.default import default_detector
+from pmcflow.detect.default import TRAIN_RECORD, default_detector, trained_record
 from pmcflow.detect.evaluate import evaluate, summary, write_report
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def section(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def train_stage(cfg: Mapping[str, Any], train_dir: str, val_dir: str | None, out_dir: str) -> dict[str, Any]:
-    """Train ``detector.backend`` and write ``out_dir/train.json``."""
+    """Train ``detector.backend`` and write its record ``out_dir/train.json`` (:data:`TRAIN_RECORD`)."""
     dcfg = section(cfg)
     out = Path(out_dir)
     detector = get_detector(dcfg["backend"])
@@ -40,7 +40,7 @@ def train_stage(cfg: Mapping[str, Any], train_dir: str, val_dir: str | None, out
     params = {**seed, **dict(dcfg["params"].get(dcfg["backend"]) or {})}
     result = detector.train(Path(train_dir), Path(val_dir) if val_dir else None, out, params)
     record = {"backend": dcfg["backend"], **result.to_json(), **_own_threshold(dcfg, result.checkpoint, val_dir)}
-    T.write_json(out / "train.json", record)
+    T.write_json(out / TRAIN_RECORD, record)
     log.info("trained %s -> %s (%.1f images/s)", dcfg["backend"], result.checkpoint, result.images_per_s)
     return record
 
@@ -137,9 +137,10 @@ def evaluate_stage(
     sets: Mapping[str, tuple[str | Mapping[str, Any], str]],
     out_dir: str,
     *,
-    trained_json: str | None = None,
+    trained_model: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate on ``sets`` = {name: (COCO gt json path or dict, image root)}.
+    """Evaluate on ``sets`` = {name: (COCO gt json path or dict, image root)} the shipped default
+    detector and, with ``trained_model`` (the folder :func:`train_stage` wrote), the trained one.
 
     Writes ``eval.json`` = {"detectors": {name: {"checkpoint", "sets": {set: metrics summary}}}}
     and, per detector and set, the full metrics ``eval_<detector>_<set>.json`` and the PR curve
@@ -147,7 +148,7 @@ def evaluate_stage(
     """
     dcfg = section(cfg)
     out = Path(out_dir)
-    trained = json.loads(Path(trained_json).read_text()) if trained_json else None
+    trained = trained_record(trained_model) if trained_model else None
     gts = {
         name: (gt if isinstance(gt, Mapping) else json.loads(Path(gt).read_text()), root)
         for name, (gt, root) in sorted(sets.items())
