@@ -81,10 +81,10 @@ class CanvasParams:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None = None) -> CanvasParams:
         """The settings of ``cfg`` (a possibly partial ``synth.canvas`` mapping) with the schema's
-        defaults filled in and checked (:func:`pmcflow.config.section`)."""
-        from pmcflow.config import section
+        defaults filled in and checked (:func:`pmcflow.config.subsection`)."""
+        from pmcflow.config import subsection
 
-        c = section({"synth": {"canvas": dict(cfg or {})}}, "synth")["canvas"]
+        c = subsection(cfg, "synth", "canvas")
         return cls(
             mode=str(c["mode"]),
             ref_panels=int(c["ref_panels"]),

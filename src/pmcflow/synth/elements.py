@@ -125,10 +125,10 @@ class ElementParams:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None = None) -> ElementParams:
         """The settings of ``cfg`` (a possibly partial ``synth.elements`` mapping) with the schema's
-        defaults filled in and checked (:func:`pmcflow.config.section`)."""
-        from pmcflow.config import section
+        defaults filled in and checked (:func:`pmcflow.config.subsection`)."""
+        from pmcflow.config import subsection
 
-        e = section({"synth": {"elements": dict(cfg or {})}}, "synth")["elements"]
+        e = subsection(cfg, "synth", "elements")
         return cls(
             jpeg_rate=float(e["jpeg_rate"]),
             jpeg_quality=(int(e["jpeg_quality"][0]), int(e["jpeg_quality"][1])),
