@@ -35,9 +35,12 @@ def test_missing_mmcv_gives_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @needs_mmcv
 def test_config_changes() -> None:
-    from pmcflow.detect.mm_dabdetr import DEFAULTS, build_config
+    from pmcflow.detect.base import backend_params
+    from pmcflow.detect.mm_dabdetr import build_config
 
-    cfg = build_config({**DEFAULTS, "preset": "tiny", "imgsz": 96}, Path("/data/train"), None, Path("/tmp/w"))
+    cfg = build_config(
+        backend_params("mmdet", {"preset": "tiny", "imgsz": 96}), Path("/data/train"), None, Path("/tmp/w")
+    )
     assert cfg.model.bbox_head.num_classes == 1 and cfg.model.backbone.init_cfg is None
     assert (
         cfg.model.backbone.depth == 18 and cfg.model.neck.in_channels == [512] and cfg.model.num_queries == 20
@@ -45,7 +48,9 @@ def test_config_changes() -> None:
     assert cfg.train_dataloader.dataset.metainfo["classes"] == ("subfigure",)
     assert cfg.val_dataloader is None and cfg.train_pipeline[3]["scale"] == (96, 96)
     assert "paramwise_cfg" not in cfg.optim_wrapper  # lr_backbone == lr: one group
-    tuned = build_config({**DEFAULTS, "lr": 1e-4, "lr_backbone": 1e-5}, None, None, Path("/tmp/w"))
+    tuned = build_config(
+        backend_params("mmdet", {"lr": 1e-4, "lr_backbone": 1e-5}), None, None, Path("/tmp/w")
+    )
     assert tuned.optim_wrapper.paramwise_cfg.custom_keys["backbone"]["lr_mult"] == pytest.approx(0.1)
 
 

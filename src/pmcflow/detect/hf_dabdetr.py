@@ -42,7 +42,6 @@ from pmcflow.detect.base import (
     as_rgb,
     backend_params,
     nms_boxes,
-    param_defaults,
     read_dataset,
     resolve_device,
     sanitize_boxes,
@@ -53,8 +52,6 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 META_FILE = "pmcflow_detector.json"
 
-# Parameters and their defaults: config/schema/config.schema.yaml, detector.params.transformers.
-DEFAULTS: dict[str, Any] = param_defaults("transformers")
 
 PRESETS: dict[str, dict[str, Any]] = {
     # ~0.5M params: for tests

@@ -36,7 +36,6 @@ from pmcflow.detect.base import (
     as_rgb,
     backend_params,
     nms_boxes,
-    param_defaults,
     read_dataset,
     resolve_device,
     sanitize_boxes,
@@ -47,8 +46,6 @@ BASE_CONFIG = "dab_detr/dab-detr_r50_8xb2-50e_coco.py"
 CONFIG_FILE = "model_config.py"
 WEIGHTS_FILE = "model.pth"
 
-# Parameters and their defaults: config/schema/config.schema.yaml, detector.params.mmdet.
-DEFAULTS: dict[str, Any] = param_defaults("mmdet")
 
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"depth": 18, "dims": 64, "heads": 4, "ffn": 128, "enc": 1, "dec": 1, "queries": 20},

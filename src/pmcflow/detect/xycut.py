@@ -41,13 +41,9 @@ from pmcflow.detect.base import (
     as_rgb,
     backend_params,
     nms_boxes,
-    param_defaults,
     read_dataset,
 )
 from pmcflow.tables import write_json
-
-# Parameters and their defaults: config/schema/config.schema.yaml, detector.params.xycut.
-DEFAULTS: dict[str, Any] = param_defaults("xycut")
 
 
 def foreground_mask(rgb: np.ndarray, tolerance: float) -> np.ndarray:

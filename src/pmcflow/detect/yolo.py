@@ -33,7 +33,6 @@ from pmcflow.detect.base import (
     TrainResult,
     as_rgb,
     backend_params,
-    param_defaults,
     read_dataset,
     resolve_device,
 )
@@ -41,8 +40,6 @@ from pmcflow.tables import atomic_path, save_torch
 
 # The architecture when neither `model` nor `init` names one (the schema's `model` says so).
 DEFAULT_ARCH = "yolov8n.yaml"
-# Parameters and their defaults: config/schema/config.schema.yaml, detector.params.ultralytics.
-DEFAULTS: dict[str, Any] = param_defaults("ultralytics")
 
 
 def ensure_offline_env() -> None:

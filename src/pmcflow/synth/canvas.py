@@ -60,10 +60,7 @@ class CanvasParams:
             raise ValueError(f"synth.canvas.mode: {self.mode!r} not in {MODES}")
         if self.ref_panels < 1:
             raise ValueError("synth.canvas.ref_panels: must be >= 1")
-        for key in ("area_power", "grid_power", "panel_aspect_decay"):
-            if not 0.0 <= float(getattr(self, key)) <= 1.0:
-                raise ValueError(f"synth.canvas.{key}: {getattr(self, key)} is not in [0, 1]")
-        for key in ("area_jitter", "aspect_jitter"):
+        for key in ("area_power", "grid_power", "panel_aspect_decay", "area_jitter", "aspect_jitter"):
             if not 0.0 <= float(getattr(self, key)) <= 1.0:
                 raise ValueError(f"synth.canvas.{key}: {getattr(self, key)} is not in [0, 1]")
         lo, hi = self.aspect_range
