@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from pmcflow.detect.cli import parse_sets
+    from pmcflow.config import parse_sets
 
     overrides: dict[str, dict[str, Any]] = {}
     for key, value in parse_sets(args.sets).items():

@@ -159,6 +159,19 @@ def parse_value(key: str, raw: str) -> Any:
     return value
 
 
+def parse_sets(pairs: Iterable[str], option: str = "--set") -> dict[str, Any]:
+    """``["epochs=3", "lr=1e-4"]`` -> ``{"epochs": 3, "lr": 0.0001}``: flat keys of one config
+    object (a dotted key stays one key, e.g. a pass-through ``ultralytics.save_period``), values
+    read by :func:`parse_value`; the caller checks the keys against the schema."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"{option} expects KEY=VALUE, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        out[key.strip()] = parse_value(key.strip(), raw)
+    return out
+
+
 def parse_override(text: str) -> dict[str, Any]:
     """``a.b.c=value`` -> ``{"a": {"b": {"c": value}}}`` with ``value`` parsed as YAML."""
     if "=" not in text:

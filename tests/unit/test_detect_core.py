@@ -159,8 +159,7 @@ def test_backend_params_are_checked_by_the_config_loader() -> None:
 
 
 def test_detect_cli_sets_read_as_the_config_loader_reads_them() -> None:
-    from pmcflow.config import parse_override
-    from pmcflow.detect.cli import parse_sets
+    from pmcflow.config import parse_override, parse_sets
 
     sets = parse_sets(
         ["lr=1e-4", "epochs=3", "device=cpu", "amp=false", "tune_bg_tolerance=[15, 30]", "init="]

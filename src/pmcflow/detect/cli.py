@@ -10,24 +10,8 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pmcflow.detect.base import BACKENDS, DEFAULT_NMS_IOU, DEFAULT_SCORE_THRESHOLD
-
-
-def parse_sets(pairs: Sequence[str]) -> dict[str, Any]:
-    """``["epochs=3", "lr=1e-4", "device=cpu"]`` -> ``{"epochs": 3, "lr": 0.0001, "device": "cpu"}``:
-    keys of ``detector.params.<backend>``, values read as the config loader reads a ``--set``
-    (:func:`pmcflow.config.parse_value`); the backend checks them against the schema."""
-    from pmcflow.config import ConfigError, parse_value
-
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise ConfigError(f"--set expects KEY=VALUE, got {pair!r}")
-        key, raw = pair.split("=", 1)
-        out[key.strip()] = parse_value(key.strip(), raw)
-    return out
 
 
 def train(argv: Sequence[str]) -> int:
@@ -52,6 +36,7 @@ def train(argv: Sequence[str]) -> int:
     )
     args = ap.parse_args(list(argv))
 
+    from pmcflow.config import parse_sets  # keys of detector.params.<backend>
     from pmcflow.detect.base import get_detector
     from pmcflow.tables import write_json
 
@@ -92,6 +77,7 @@ def detect(argv: Sequence[str]) -> int:
     ap.add_argument("images", nargs="+", type=Path)
     args = ap.parse_args(list(argv))
 
+    from pmcflow.config import parse_sets  # keys of detector.params.<backend>
     from pmcflow.detect.base import DetectionResult, get_detector, run_detection
     from pmcflow.detect.default import resolve_threshold
     from pmcflow.progress import Progress

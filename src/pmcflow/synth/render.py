@@ -59,7 +59,7 @@ from PIL import Image
 
 from pmcflow import __version__
 from pmcflow import tables as T
-from pmcflow.config import parse_override
+from pmcflow.config import parse_sets
 from pmcflow.progress import progress
 from pmcflow.seeding import rng_for
 from pmcflow.synth.canvas import CanvasParams
@@ -610,11 +610,8 @@ def cli(argv: Sequence[str] | None = None) -> int:
         ap.error("--n is required unless --merge is given")
     sources = load_sources_file(args.sources) if args.sources else None
     elements: dict[str, Any] = dict.fromkeys(RATE_KEYS, 0.0) if args.no_elements else {}
-    for item in args.element:
-        elements.update(parse_override(item))
-    canvas: dict[str, Any] = {}
-    for item in args.canvas:
-        canvas.update(parse_override(item))
+    elements.update(parse_sets(args.element, "--element"))
+    canvas = parse_sets(args.canvas, "--canvas")
     counts = render(
         args.n,
         args.seed,
