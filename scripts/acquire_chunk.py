@@ -1,6 +1,4 @@
 """Rule acquire_chunk: download and verify one chunk's articles (pmcflow.pmc.stage)."""
-from pathlib import Path
-
 from pmcflow.workflow import params_config, start_rule_log
 
 start_rule_log(snakemake, snakemake.log.log)  # noqa: F821 - injected by Snakemake
@@ -12,7 +10,7 @@ acquire_chunk(
     params_config(sm.params, "source", "select", "http"),
     sm.wildcards.chunk,
     sm.input.listing,
-    str(Path(sm.output.articles).parent),
+    sm.output,
     sm.params.cache,
     transfer_path=sm.log.transfer,
 )

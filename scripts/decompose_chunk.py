@@ -12,7 +12,7 @@ decompose_chunk(
     params_config(sm.params, "decompose"),
     sm.wildcards.chunk,
     sm.input.figures,
-    str(Path(sm.output.subfigures).parent),
+    sm.output,
     # decompose.checkpoint == "trained": the detector this run trained (its folder's record)
     trained_model=sm.input.model if "model" in sm.input.keys() else None,
 )

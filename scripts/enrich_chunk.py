@@ -1,7 +1,5 @@
 """Rule enrich_chunk: in-text reference summaries over the chunk's subcaptions, and the chunk's
 enriched table (pmcflow.enrich)."""
-from pathlib import Path
-
 from pmcflow.workflow import params_config, start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
@@ -16,6 +14,6 @@ enrich_chunk(
     sm.input.figures,
     sm.input.mentions,
     sm.input.articles,
-    str(Path(sm.output.enriched).parent),
+    sm.output,
     subcaptions=(sm.input.subcaptions, sm.input.subcaption_rejections),
 )

@@ -12,6 +12,5 @@ subcaption_chunk(
     sm.input.subfigures,
     sm.input.figures,
     sm.input.articles,
-    sm.output.subcaptions,
-    sm.output.rejections,
+    sm.output,
 )

@@ -1,6 +1,4 @@
 """Rule filter_chunk: enriched rows -> dataset rows + rejections (pmcflow.filter)."""
-from pathlib import Path
-
 from pmcflow.workflow import params_config, start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
@@ -12,7 +10,7 @@ filter_chunk(
     params_config(sm.params, "filter", "seed"),
     sm.wildcards.chunk,
     sm.input.enriched,
-    str(Path(sm.output.dataset).parent),
+    sm.output,
     duplicates_path=sm.input.duplicates if "duplicates" in sm.input.keys() else None,
     phash_path=sm.input.phash,
 )

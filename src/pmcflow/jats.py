@@ -37,7 +37,7 @@ from pmcflow.config import section as config_section
 from pmcflow.errors import RejectionError
 from pmcflow.licenses import from_jats
 from pmcflow.progress import echo, progress
-from pmcflow.tables import Rejections, counts_record, file_md5, read_rows, write_counts, write_table
+from pmcflow.tables import Outputs, Rejections, counts_record, file_md5, read_rows, stage_outputs, write_stage
 from pmcflow.textclean import clean_text, over_cap
 
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
@@ -1170,12 +1170,16 @@ def _clean_row(row: dict[str, Any]) -> bool:
     return changed
 
 
-def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: str) -> dict[str, Any]:
+def parse_chunk(
+    cfg: dict[str, Any], chunk: str, acquired_path: str, outputs: Outputs
+) -> dict[str, Any]:
     """Parse every acquired article of one chunk.
 
-    Writes ``articles.parquet``, ``figures.parquet``, ``mentions.parquet``, ``rejections.parquet``
-    and ``counts.json`` into ``out_dir`` and returns the counts record.
+    Writes the ``parse_chunk`` rule's outputs (``articles``, ``figures``, ``mentions``,
+    ``rejections``, ``counts``; :func:`pmcflow.tables.stage_outputs`: the rule's named outputs, or a
+    folder) and returns the counts record.
     """
+    out = stage_outputs("parse_chunk", outputs)
     max_bytes = _max_bytes(cfg)
     rows = read_rows(acquired_path)
     rej = Rejections("parse", chunk)
@@ -1249,14 +1253,16 @@ def parse_chunk(cfg: dict[str, Any], chunk: str, acquired_path: str, out_dir: st
     stats["mentions"] = len(mentions)
 
     record = counts_record("parse", len(rows), len(articles), rej.by_reason(), chunk=chunk, extra=stats)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_table(articles, S.ARTICLES, out / "articles.parquet")
-    write_table(figures, S.FIGURES, out / "figures.parquet")
-    write_table(mentions, S.MENTIONS, out / "mentions.parquet")
-    rej.write(out / "rejections.parquet")
-    write_counts(out / "counts.json", record)
-    return record
+    return write_stage(
+        out,
+        record,
+        tables={
+            "articles": (articles, S.ARTICLES),
+            "figures": (figures, S.FIGURES),
+            "mentions": (mentions, S.MENTIONS),
+        },
+        rejections={"rejections": rej},
+    )
 
 
 # ======================================================================================

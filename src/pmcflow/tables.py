@@ -26,6 +26,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pmcflow import layout
 from pmcflow import schema as S
 from pmcflow.runlock import pid_alive
 
@@ -270,6 +271,59 @@ def counts_record(
 
 def write_counts(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
     write_json(path, dict(record))
+
+
+# What a stage is told to write: the rule's named outputs (``snakemake.output`` or a mapping), or a
+# folder where every output takes its layout name (see stage_outputs).
+Outputs = Mapping[str, Any] | str | os.PathLike[str]
+
+
+def stage_outputs(rule: str, outputs: Outputs) -> dict[str, Path]:
+    """The paths the stage of ``rule`` writes, by the rule's output names (:data:`pmcflow.layout.RULE_OUTPUTS`).
+
+    ``outputs`` is the rule's ``snakemake.output`` (or any mapping of those names to paths): the
+    stage writes exactly there and spells no file name of its own.  A folder (``str`` or
+    ``PathLike``) stands for every output under its layout name inside it (CLIs, library callers).
+    A name missing from the mapping, or one the stage does not write, is an error naming it.
+    The outputs' folders are made.
+    """
+    names = layout.RULE_OUTPUTS[rule]
+    if isinstance(outputs, str | os.PathLike):
+        given: dict[str, Any] = layout.outputs_in(rule, os.fspath(outputs))
+    else:
+        given = dict(outputs.items())
+    missing = [k for k in names if k not in given]
+    unknown = sorted(set(given) - set(names))
+    if missing or unknown:
+        raise ValueError(
+            f"{rule}: outputs must be named {sorted(names)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; not written by the stage {unknown}" if unknown else "")
+        )
+    paths = {k: Path(os.fspath(given[k])) for k in names}
+    for parent in {p.parent for p in paths.values()}:
+        parent.mkdir(parents=True, exist_ok=True)
+    return paths
+
+
+def write_stage(
+    outputs: Mapping[str, str | os.PathLike[str]],
+    record: Mapping[str, Any],
+    *,
+    tables: Mapping[str, tuple[Sequence[Mapping[str, Any]] | pa.Table, pa.Schema]] | None = None,
+    rejections: Mapping[str, Rejections] | None = None,
+) -> dict[str, Any]:
+    """A stage's epilogue: each table and rejection list to its named output, then ``counts``.
+
+    ``record`` is a checked :func:`counts_record`; the counts file is written last, so a stage
+    whose counts exist wrote everything before them.  Returns ``record``.
+    """
+    for name, (rows, schema) in (tables or {}).items():
+        write_table(rows, schema, outputs[name])
+    for name, rej in (rejections or {}).items():
+        rej.write(outputs[name])
+    write_counts(outputs["counts"], record)
+    return dict(record)
 
 
 def read_counts(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -49,9 +49,6 @@ CASES: dict[str, set[str]] = {
     # the shard writer is imported by training and evaluation to read the shards back
     "shard.py": {"shard_chunk", "shard", "train_encoder", "evaluate_encoder"} | REPORTS,
     "report/plots.py": REPORTS,
-    # the results layout: the rules load it themselves (a renamed path reaches them as a changed
-    # output); of the rules' code only the reports' loader reads it
-    "layout.py": REPORTS,
     # used by no rule: nothing reruns
     "repro.py": set(),
 }

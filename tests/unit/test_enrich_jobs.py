@@ -57,8 +57,7 @@ def test_two_jobs_give_the_bytes_of_one_process(tmp_path):
     two = tmp_path / "two"
     two.mkdir()
     kept = subcaption_chunk(
-        cfg, "c000001", t["subfigures"], t["figures"], t["articles"], str(two / "subcaptions.parquet"),
-        str(two / "subcaption_rejections.parquet"),
+        cfg, "c000001", t["subfigures"], t["figures"], t["articles"], str(two),
     )  # fmt: skip
     assert kept == 2
     subs = pq.read_table(two / "subcaptions.parquet")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pytest
 
 from pmcflow import closure, outputs
@@ -138,17 +139,17 @@ def test_the_rules_load_it_without_pmcflow_installed() -> None:
     assert '_LAYOUT = _stdlib_module("layout")' in (REPO / "rules" / "common.smk").read_text(encoding="utf-8")
 
 
-def test_only_the_reports_reach_it() -> None:
-    """Stage code writes its own folder's files where its rule points it; only the reports read the
-    layout. So editing layout.py reruns the reports alone (a renamed path reaches the rules through
-    their outputs), never the pipeline (tests/integration/test_rerun_triggers.py)."""
+def test_the_stages_writing_named_outputs_reach_it() -> None:
+    """A stage writes the outputs its rule names (tables.stage_outputs); their file names, for a CLI
+    given a folder, come from RULE_OUTPUTS. So those stages' code reaches layout.py: editing it reruns
+    them (a changed name changes what they write), as editing schema.py does."""
 
     def reach(*entries: Path) -> set[str]:
         return {p.relative_to(SRC).as_posix() for p in closure.closure(SRC, list(entries))}
 
-    for script in sorted((REPO / "scripts").glob("*.py")):
-        if script.name != "report.py":
-            assert "layout.py" not in reach(script), script.name
+    scripts = {p.stem: p for p in (REPO / "scripts").glob("*.py")}
+    for rule in L.RULE_OUTPUTS:
+        assert "layout.py" in reach(scripts[rule]), rule
     for notebook in sorted((REPO / "notebooks").glob("*.ipynb")):
         assert "layout.py" in reach(REPO / "scripts" / "report.py", notebook), notebook.name
 
@@ -174,3 +175,69 @@ def test_outputs_reads_the_counts_the_layout_names(tmp_path: Path) -> None:
     rows = outputs.collect(tmp_path)
     assert [r["stage"] for r in rows] == ["list", "shard"]
     assert rows[1]["outputs"].startswith(str(tmp_path / L.SHARDS))
+
+
+def _declared_outputs(rule: str) -> dict[str, str]:
+    """The ``output:`` of ``rule`` in rules/*.smk, each path as the layout template it names."""
+    for smk in sorted((REPO / "rules").glob("*.smk")):
+        m = re.search(rf"(?ms)^(?:rule|checkpoint) {rule}:\n(.*?)(?=^\S|\Z)", smk.read_text(encoding="utf-8"))
+        if m:
+            section = re.search(r"(?ms)^    output:\n(.*?)(?=^    \w+:|\Z)", m.group(1))
+            assert section, rule
+            out: dict[str, str] = {}
+            for name, expr in re.findall(r"(?m)^        (\w+)=(.*),\s*(?:#.*)?$", section.group(1)):
+                expr = re.sub(r"^directory\((.*)\)$", r"\1", expr)
+                inner = re.fullmatch(r"results_path\((.*)\)", expr)
+                assert inner, (rule, name, expr)
+                out[name] = eval(inner.group(1), {"_LAYOUT": L})  # noqa: S307 - our own rule text
+            return out
+    raise AssertionError(f"no rule {rule}")
+
+
+@pytest.mark.parametrize("rule", sorted(L.RULE_OUTPUTS))
+def test_a_rule_declares_the_outputs_its_stage_writes(rule: str) -> None:
+    """RULE_OUTPUTS is what the rule declares, name for name and path for path: the stage writes
+    exactly the rule's outputs (tables.stage_outputs), and a folder given to its CLI holds them."""
+    assert _declared_outputs(rule) == L.RULE_OUTPUTS[rule]
+    folder = L.outputs_in(rule, "some/dir")
+    assert set(folder) == set(L.RULE_OUTPUTS[rule])
+    # one folder holds them all, each under its own name
+    assert len({p.rsplit("/", 1)[1] for p in folder.values()}) == len(folder)
+    assert {p.rsplit("/", 1)[0] for p in L.RULE_OUTPUTS[rule].values()} == {
+        L.RULE_OUTPUTS[rule][next(iter(folder))].rsplit("/", 1)[0]
+    }
+
+
+def test_stage_outputs_takes_the_rule_outputs_or_a_folder(tmp_path: Path) -> None:
+    named = {k: tmp_path / "x" / f"{k}.bin" for k in L.RULE_OUTPUTS["filter_chunk"]}
+    assert T.stage_outputs("filter_chunk", named) == named
+    assert (tmp_path / "x").is_dir()  # the outputs' folder is made
+    assert T.stage_outputs("filter_chunk", tmp_path / "f") == {
+        "dataset": tmp_path / "f" / "dataset.parquet",
+        "rejections": tmp_path / "f" / "rejections.parquet",
+        "counts": tmp_path / "f" / "counts.json",
+    }
+    with pytest.raises(ValueError, match=r"missing \['counts'\]"):
+        T.stage_outputs("filter_chunk", {k: v for k, v in named.items() if k != "counts"})
+    with pytest.raises(ValueError, match=r"not written by the stage \['extra'\]"):
+        T.stage_outputs("filter_chunk", {**named, "extra": tmp_path / "e"})
+
+
+def test_write_stage_writes_counts_last_and_only_reconciled_records(tmp_path: Path) -> None:
+    out = T.stage_outputs("parse_chunk", tmp_path)
+    rej = T.Rejections("parse", "c000001")
+    rej.add("a.1", "bad_xml", "no body")
+    record = T.counts_record("parse", 2, 1, rej.by_reason(), chunk="c000001")
+    got = T.write_stage(
+        out,
+        record,
+        tables={n: ([{"x": i}], pa.schema([("x", pa.int64())])) for i, n in enumerate(("articles", "figures", "mentions"))},
+        rejections={"rejections": rej},
+    )
+    assert got == record == T.read_counts(out["counts"])
+    assert [T.read_rows(out[n]) for n in ("articles", "mentions")] == [[{"x": 0}], [{"x": 2}]]
+    assert [r["reason"] for r in T.read_rows(out["rejections"])] == ["bad_xml"]
+    mtimes = {k: p.stat().st_mtime_ns for k, p in out.items()}
+    assert mtimes["counts"] == max(mtimes.values())
+    with pytest.raises(T.CountsMismatch):
+        T.counts_record("parse", 3, 1, rej.by_reason())

@@ -1,13 +1,14 @@
 """The decompose stage: figure graphics -> subfigure boxes, crops and panel letters.
 
-``decompose_chunk(cfg, chunk, figures_path, out_dir)`` reads one chunk's FIGURES table and writes::
+``decompose_chunk(cfg, chunk, figures_path, outputs)`` reads one chunk's FIGURES table and writes
+the ``decompose_chunk`` rule's outputs (:func:`pmcflow.tables.stage_outputs`)::
 
-    out_dir/subfigures.parquet     schema.SUBFIGURES, one row per subfigure
-    out_dir/rejections.parquet     schema.REJECTIONS (unreadable images, figures without graphics...)
-    out_dir/counts.json            in = graphics considered (+ figures without any graphic),
-                                   kept = graphics decomposed, rejected by reason;
-                                   extra: n_subfigures, n_single_panel, labels by source
-    out_dir/crops/<article_uid>/<figure_id>-g<k>-s<j>.png   (or .jpg, see ``crop_format``)
+    subfigures    schema.SUBFIGURES, one row per subfigure
+    rejections    schema.REJECTIONS (unreadable images, figures without graphics...)
+    counts        in = graphics considered (+ figures without any graphic),
+                  kept = graphics decomposed, rejected by reason;
+                  extra: n_subfigures, n_single_panel, labels by source
+    crops         a folder: <article_uid>/<figure_id>-g<k>-s<j>.png   (or .jpg, see ``crop_format``)
 
 Every graphic of a figure is decomposed separately (``graphic_index`` k); ``j`` is the
 subfigure's reading-order position.  The same input gives the same bytes.
@@ -285,11 +286,12 @@ def decompose_chunk(
     cfg: Mapping[str, Any],
     chunk: str,
     figures_path: str,
-    out_dir: str,
+    outputs: T.Outputs,
     *,
     trained_model: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Decompose every figure graphic of ``chunk``; write the tables, counts and crops to ``out_dir``.
+    """Decompose every figure graphic of ``chunk``; write the tables, counts and crops to ``outputs``
+    (the rule's named outputs, or a folder: :func:`pmcflow.tables.stage_outputs`).
 
     ``trained_model``: the folder the detector stage wrote (``decompose.checkpoint: trained``); its
     record names the backend and checkpoint, which replace ``decompose.backend``/``checkpoint``.
@@ -303,8 +305,7 @@ def decompose_chunk(
     if trained_model is not None:
         trained = trained_record(trained_model)
         dcfg = {**dcfg, "backend": trained["backend"], "checkpoint": trained["checkpoint"]}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = T.stage_outputs("decompose_chunk", outputs)
     rows = T.read_rows(figures_path)
     rej = T.Rejections(STAGE, chunk)
     totals = _Totals()
@@ -316,7 +317,7 @@ def decompose_chunk(
         raise ValueError(f"decompose.crop_format must be png or source, not {fmt_cfg!r}")
     jpeg_fmt = f"jpeg-q{int(dcfg['jpeg_quality'])}"
 
-    crops_final = out / "crops"
+    crops_final = out["crops"]
     sub_rows: list[dict[str, Any]] = []
     bar = Progress(len(items), desc=f"decompose {chunk}", unit="graphic")
     with T.atomic_dir(crops_final) as crops_tmp, bar:  # the crops appear all at once, or not at all
@@ -356,8 +357,6 @@ def decompose_chunk(
                     f"{r['label_source']}:{'letter' if r['panel_label'] else 'null'}" for r in new
                 )
             bar.update(len(todo))
-    T.write_table(sub_rows, S.SUBFIGURES, out / "subfigures.parquet")
-    rej.write(out / "rejections.parquet")
     extra: dict[str, Any] = {
         "n_subfigures": totals.n_subfigures,
         "n_single_panel": totals.n_single,
@@ -373,8 +372,9 @@ def decompose_chunk(
     elif items and dcfg["label_reading"]:
         extra["label_reader_sha256"] = "unavailable"
     record = T.counts_record(STAGE, totals.n_in, totals.n_kept, rej.by_reason(), chunk=chunk, extra=extra)
-    T.write_counts(out / "counts.json", record)
-    return record
+    return T.write_stage(
+        out, record, tables={"subfigures": (sub_rows, S.SUBFIGURES)}, rejections={"rejections": rej}
+    )
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ import dataclasses
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from pmcflow import schema as S
@@ -220,17 +219,18 @@ def subcaption_chunk(
     subfigures_path: str,
     figures_path: str,
     articles_path: str,
-    out_path: str,
-    rejections_path: str,
+    outputs: T.Outputs,
 ) -> int:
-    """The subcaption job of a chunk: ``out_path`` (:data:`~pmcflow.schema.SUBCAPTIONS`) and its
-    rejections; returns the number of subfigures kept."""
+    """The subcaption job of a chunk: the ``enrich_subcaptions`` rule's outputs ``subcaptions``
+    (:data:`~pmcflow.schema.SUBCAPTIONS`) and ``rejections`` (:func:`pmcflow.tables.stage_outputs`);
+    returns the number of subfigures kept."""
+    out = T.stage_outputs("enrich_subcaptions", outputs)
     rejections = T.Rejections(STAGE, chunk=chunk)
     rows = subcaption_rows(
         cfg, T.read_rows(subfigures_path), T.read_rows(figures_path), T.read_rows(articles_path), rejections
     )
-    T.write_table(rows, S.SUBCAPTIONS, out_path)
-    rejections.write(rejections_path)
+    T.write_table(rows, S.SUBCAPTIONS, out["subcaptions"])
+    rejections.write(out["rejections"])
     log.info("enrich %s: %d subcaptions, %d rejected", chunk, len(rows), len(rejections))
     return len(rows)
 
@@ -242,15 +242,16 @@ def enrich_chunk(
     figures_path: str,
     mentions_path: str,
     articles_path: str,
-    out_dir: str,
+    outputs: T.Outputs,
     subcaptions: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Write ``out_dir/enriched.parquet``, ``rejections.parquet`` and ``counts.json``.
+    """Write the ``enrich_chunk`` rule's outputs ``enriched``, ``rejections`` and ``counts`` (the
+    rule's named outputs, or a folder: :func:`pmcflow.tables.stage_outputs`).
 
     ``subcaptions`` is the subcaption job's ``(table, rejections)``: only the summaries are made
     here then (the workflow's two jobs); without it both steps run in this process.
     """
-    out = Path(out_dir)
+    out = T.stage_outputs("enrich_chunk", outputs)
     subfigures = T.read_rows(subfigures_path)
     figures, articles = T.read_rows(figures_path), T.read_rows(articles_path)
     rejections = T.Rejections(STAGE, chunk=chunk)
@@ -261,8 +262,6 @@ def enrich_chunk(
         rejections.extend(T.read_rows(subcaptions[1]))
     rows = summary_rows(cfg, subfigures, subs, figures, T.read_rows(mentions_path), articles, rejections)
     rows.sort(key=lambda r: r["subfigure_uid"])
-    T.write_table(rows, S.ENRICHED, out / "enriched.parquet")
-    rejections.write(out / "rejections.parquet")
     sources: dict[str, int] = defaultdict(int)
     for r in rows:
         sources[f"subcaption.{r['subcaption_source']}"] += 1
@@ -272,7 +271,7 @@ def enrich_chunk(
     record = T.counts_record(
         STAGE, len(subfigures), len(rows), rejections.by_reason(), chunk=chunk, extra=dict(sorted(sources.items()))
     )
-    T.write_counts(out / "counts.json", record)
+    T.write_stage(out, record, tables={"enriched": (rows, S.ENRICHED)}, rejections={"rejections": rejections})
     log.info("enrich %s: %d subfigures -> %d rows", chunk, len(subfigures), len(rows))
     return record
 
@@ -322,7 +321,12 @@ def cli_subcaption(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rejections", required=True, help="its rejections (.parquet)")
     args = ap.parse_args(argv)
     kept = subcaption_chunk(
-        config_from_args(args), args.chunk, args.subfigures, args.figures, args.articles, args.out, args.rejections
+        config_from_args(args),
+        args.chunk,
+        args.subfigures,
+        args.figures,
+        args.articles,
+        {"subcaptions": args.out, "rejections": args.rejections},
     )
     print(f"subcaptions {args.chunk}: kept={kept}")
     return 0

@@ -27,7 +27,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -250,19 +249,20 @@ def filter_chunk(
     cfg: Mapping[str, Any],
     chunk: str,
     enriched_path: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
+    outputs: T.Outputs,
     *,
     duplicates_path: str | os.PathLike[str] | None = None,
     phash_path: str | os.PathLike[str] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Write ``dataset.parquet`` (DATASET), ``rejections.parquet`` and ``counts.json``.
+    """Write the ``filter_chunk`` rule's outputs ``dataset`` (DATASET), ``rejections`` and ``counts``
+    (the rule's named outputs, or a folder: :func:`pmcflow.tables.stage_outputs`).
 
     Returns the counts record (``in`` = ENRICHED rows, ``kept``, ``rejected`` by reason).
     """
     t0 = time.perf_counter()
     settings = C.FilterSettings.from_config(cfg)
-    out = Path(out_dir)
+    out = T.stage_outputs("filter_chunk", outputs)
     rows = T.read_rows(enriched_path)
     uids = [str(r["subfigure_uid"]) for r in rows]
     if len(set(uids)) != len(uids):
@@ -319,12 +319,10 @@ def filter_chunk(
         kept.append(out_row)
         kept_modality[f"kept_modality.{v.modality or 'unclassified'}"] += 1
 
-    T.write_table(kept, S.DATASET, out / "dataset.parquet")
-    rejections.write(out / "rejections.parquet")
     extra: dict[str, Any] = dict(sorted(kept_modality.items()))
     extra[f"dedup_scope.{dedup_scope}"] = 1
     record = T.counts_record(STAGE, len(rows), len(kept), rejections.by_reason(), chunk=chunk, extra=extra)
-    T.write_counts(out / "counts.json", record)
+    T.write_stage(out, record, tables={"dataset": (kept, S.DATASET)}, rejections={"rejections": rejections})
     log.info(
         "filter %s: in=%d kept=%d rejected=%s (%.1fs)",
         chunk, len(rows), len(kept), dict(rejections.by_reason()), time.perf_counter() - t0,

@@ -44,6 +44,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pmcflow import layout as results_layout
 from pmcflow import schema as S
 from pmcflow.chunks import CHUNK_RE, chunk_manifest, chunk_of
 from pmcflow.config import add_config_args, config_from_args
@@ -54,7 +55,15 @@ from pmcflow.pmc.media import XML_EXTENSIONS, MediaFilter, image_problem
 from pmcflow.pmc.select import Selection
 from pmcflow.pmc.transport import FileTransport, HttpTransport, Transport
 from pmcflow.progress import Progress, progress
-from pmcflow.tables import Rejections, counts_record, write_counts, write_json, write_table
+from pmcflow.tables import (
+    Outputs,
+    Rejections,
+    counts_record,
+    stage_outputs,
+    write_json,
+    write_stage,
+    write_table,
+)
 
 log = logging.getLogger("pmcflow.acquire")
 
@@ -160,11 +169,13 @@ def _enumerate_cloud(
     return lookup.refs, info
 
 
-def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None) -> dict:
-    """Enumerate article versions, select, assign chunks; write listing/rejections/counts/chunks."""
+def list_articles(
+    cfg: dict, outputs: Outputs, *, transport: Transport | None = None
+) -> dict:
+    """Enumerate article versions, select, assign chunks: the ``list_articles`` rule's outputs
+    (``listing``, ``chunks``, ``rejections``, ``counts``; :func:`pmcflow.tables.stage_outputs`)."""
     t0 = time.perf_counter()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = stage_outputs("list_articles", outputs)
     sel = Selection.from_config(cfg.get("select"))
     span = int(cfg["chunking"]["pmcid_span"])
     backend = make_backend(cfg, transport)
@@ -174,7 +185,7 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
     n_in = 0
     try:
         if backend.layout == "cloud":
-            refs, more = _enumerate_cloud(cfg, backend, out, rej)
+            refs, more = _enumerate_cloud(cfg, backend, out["listing"].parent, rej)
             info.update(more)
             n_in = len(refs) + len(rej)
             keep_all = cfg["source"]["cloud"].get("versions", "newest") == "all"
@@ -245,13 +256,12 @@ def list_articles(cfg: dict, out_dir: str, *, transport: Transport | None = None
                 r["article_uid"], "over_max_articles", f"select.max_articles={sel.max_articles}", r["pmcid"]
             )
         candidates = candidates[: sel.max_articles]
-    write_table(candidates, S.LISTING, out / "listing.parquet")
-    _sorted_rejections(rej).write(out / "rejections.parquet")
     chunks = chunk_manifest(candidates)
-    write_json(out / "chunks.json", {"chunks": chunks})
     info["n_chunks"] = len(chunks)
     counts = counts_record(LIST_STAGE, n_in, len(candidates), rej.by_reason(), extra=info)
-    write_counts(out / "counts.json", counts)
+    write_table(candidates, S.LISTING, out["listing"])
+    write_json(out["chunks"], {"chunks": chunks})
+    write_stage(out, counts, rejections={"rejections": _sorted_rejections(rej)})
     log.info(
         "listed %d article versions: %d kept in %d chunks, %d rejected (%.1f s)",
         n_in,
@@ -523,21 +533,21 @@ def acquire_chunk(
     cfg: dict,
     chunk: str,
     listing_path: str,
-    out_dir: str,
+    outputs: Outputs,
     cache_dir: str,
     *,
     transport: Transport | None = None,
     transfer_path: str | os.PathLike[str] | None = None,
 ) -> dict:
-    """Download and verify one chunk's articles; write articles/rejections/media_rejections/counts.
+    """Download and verify one chunk's articles into the ``acquire_chunk`` rule's outputs (``articles``,
+    ``rejections``, ``pending``, ``media_rejections``, ``counts``; :func:`pmcflow.tables.stage_outputs`).
 
     Transfer statistics of this run (``http.*``, ``packages_cached``) go to ``transfer_path`` when
     given, never into ``counts.json``.
     """
     if not CHUNK_RE.match(chunk):
         raise ValueError(f"bad chunk id {chunk!r}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = stage_outputs("acquire_chunk", outputs)
     rows = read_chunk_rows(listing_path, chunk)
     backend = make_backend(cfg, transport)
     ctx = ChunkContext(
@@ -572,10 +582,6 @@ def acquire_chunk(
                     log.info("%s: %d/%d articles", chunk, i + 1, len(rows))
     finally:
         backend.close()
-    write_table(kept, S.ACQUIRED, out / "articles.parquet")
-    _sorted_rejections(rej).write(out / "rejections.parquet")
-    _sorted_rejections(ctx.media_rej).write(out / "media_rejections.parquet")
-    _sorted_rejections(pending).write(out / "pending.parquet")
     extra: dict[str, Any] = {
         k: int(v) for k, v in sorted(ctx.media_counts.items()) if k not in TRANSFER_COUNTERS
     }
@@ -584,7 +590,16 @@ def acquire_chunk(
     counts = counts_record(
         ACQUIRE_STAGE, len(rows), len(kept), rej.by_reason(), chunk=chunk, extra=extra, pending=pending.by_reason()
     )
-    write_counts(out / "counts.json", counts)
+    write_stage(
+        out,
+        counts,
+        tables={"articles": (kept, S.ACQUIRED)},
+        rejections={
+            "rejections": _sorted_rejections(rej),
+            "media_rejections": _sorted_rejections(ctx.media_rej),
+            "pending": _sorted_rejections(pending),
+        },
+    )
     transfer: dict[str, Any] = {f"http.{k}": v for k, v in sorted(backend.transport.stats.as_dict().items())}
     transfer.update({k: int(ctx.media_counts.get(k, 0)) for k in TRANSFER_COUNTERS})
     log.info("%s transfer: %s", chunk, json.dumps(transfer, sort_keys=True))
@@ -662,8 +677,8 @@ def retry_failed(cfg: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, 
             counts = acquire_chunk(
                 dict(cfg),
                 chunk,
-                os.fspath(results / "listing" / "listing.parquet"),
-                os.fspath(results / "acquire" / chunk),
+                os.fspath(results / results_layout.LISTING),
+                {k: results / v for k, v in results_layout.rule_outputs("acquire_chunk", chunk=chunk).items()},
                 os.fspath(cache),
                 transfer_path=Path(cfg["paths"]["logs"]) / "acquire" / f"{chunk}.transfer.json",
             )
