@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,12 @@ for _k, _v in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ.setdefault(_k, _v)
+
+# Ultralytics writes its settings file at import: into one folder for the session, removed at exit
+# (not ~/.config, and not a folder per test module left behind in /tmp).
+if "YOLO_CONFIG_DIR" not in os.environ:
+    os.environ["YOLO_CONFIG_DIR"] = tempfile.mkdtemp(prefix="pmcflow-yolo-cfg-")
+    atexit.register(shutil.rmtree, os.environ["YOLO_CONFIG_DIR"], ignore_errors=True)
 
 REPO = Path(__file__).resolve().parents[1]
 

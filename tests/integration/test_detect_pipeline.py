@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="pmcflow-yolo-cfg-"))
-
-from pmcflow.cli import main  # noqa: E402
+from pmcflow.cli import main
 
 HAVE_RENDER = importlib.util.find_spec("pmcflow.synth.render") is not None
 

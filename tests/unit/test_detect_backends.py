@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pmcflow_testing.detect_toydata import make_dataset
 
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="pmcflow-yolo-cfg-"))
-
-from pmcflow_testing.detect_toydata import make_dataset  # noqa: E402
-
-from pmcflow.detect import Box, get_detector, run_detection  # noqa: E402
-from pmcflow.detect.base import read_dataset  # noqa: E402
+from pmcflow.detect import Box, get_detector, run_detection
+from pmcflow.detect.base import read_dataset
 
 
 @pytest.fixture(scope="module")

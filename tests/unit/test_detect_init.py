@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 import torch
+from pmcflow_testing.detect_toydata import make_dataset
 
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="pmcflow-yolo-cfg-"))
-
-from pmcflow_testing.detect_toydata import make_dataset  # noqa: E402
-
-from pmcflow.detect import get_detector  # noqa: E402
-from pmcflow.detect.base import backend_params  # noqa: E402
-from pmcflow.detect.init import InitError, init_directory, init_file, parse_init  # noqa: E402
+from pmcflow.detect import get_detector
+from pmcflow.detect.base import backend_params
+from pmcflow.detect.init import InitError, init_directory, init_file, parse_init
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
