@@ -47,6 +47,7 @@ rule render_merge:
         ),
     output:
         annotations=results_path(_LAYOUT.SYNTH_ANNOTATIONS),
+        records=results_path(_LAYOUT.SYNTH_RECORDS),
         counts=results_path(_LAYOUT.SYNTH_COUNTS),
     params:
         code=code_version("scripts/render_merge.py"),

@@ -1,7 +1,6 @@
 """Rule compare_embeddings: t-SNE maps and MMD tests between the evaluated models' image
 embeddings (pmcflow.encoders.compare)."""
 import logging
-from pathlib import Path
 
 from pmcflow.workflow import start_rule_log
 
@@ -14,6 +13,6 @@ compare_models(
     dict(zip(sm.params.models, sm.input, strict=True)),
     dict(sm.params.embedding),
     int(sm.params.seed),
-    str(Path(sm.output.summary).parent),
+    sm.output,
     log=logging.getLogger("pmcflow.compare").info,
 )

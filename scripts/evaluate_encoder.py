@@ -15,7 +15,7 @@ evaluate_encoder(
     int(sm.params.seed),
     None if baseline else sm.input.encoder,
     sm.input.shards,
-    str(Path(sm.output.metrics).parent),
+    sm.output,
     baseline=baseline,
     benchmarks_yaml=[Path(sm.input.benchmarks) / "benchmarks.yaml"]
     if "benchmarks" in sm.input.keys()

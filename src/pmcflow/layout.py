@@ -17,7 +17,7 @@ and the stage code that writes it, nothing else.  Paths are relative to the resu
       enrich/<chunk>/              subcaptions.parquet, subcaption_rejections.parquet, enriched.parquet
       filter/<chunk>/              phash.parquet, dataset.parquet
     filter/duplicates.parquet      corpus-wide near-duplicate clusters (find_duplicates)
-    synth/<split>/                 rendered figures: shard-<nnnnn>/, annotations.json, counts.json
+    synth/<split>/                 rendered figures: shard-<nnnnn>/, annotations.json, records.jsonl, counts.json
     detector/model/                the trained detector: train.json, model.pt, train.txt
     detector/eval/                 eval.json, pr_<detector>_<set>.parquet
     shard_chunks/<chunk>/          one chunk's shards (shard_chunk)
@@ -137,70 +137,13 @@ MANIFEST = "manifest.json"  # in a shards folder (this run's, or the one a run t
 SHARD_INDEX = f"{SHARDS}/index.parquet"
 SHARD_MANIFEST = f"{SHARDS}/{MANIFEST}"
 
-# What the rules of the folder-writing stages declare as ``output:``, by the rule's output names.
-# The stage code writes exactly these (pmcflow.tables.stage_outputs): a rule passes its
-# ``snakemake.output``, a CLI or library caller a folder, where each output takes its name below.
-RULE_OUTPUTS: dict[str, dict[str, str]] = {
-    "list_articles": {
-        "listing": LISTING,
-        "chunks": CHUNKS,
-        "rejections": rejections("list"),
-        "counts": counts("list"),
-    },
-    "acquire_chunk": {
-        "articles": ACQUIRED,
-        "rejections": chunk_rejections("acquire"),
-        "pending": ACQUIRE_PENDING,
-        "media_rejections": ACQUIRE_MEDIA_REJECTIONS,
-        "counts": chunk_counts("acquire"),
-    },
-    "parse_chunk": {
-        "articles": ARTICLES,
-        "figures": FIGURES,
-        "mentions": MENTIONS,
-        "rejections": chunk_rejections("parse"),
-        "counts": chunk_counts("parse"),
-    },
-    "decompose_chunk": {
-        "subfigures": SUBFIGURES,
-        "rejections": chunk_rejections("decompose"),
-        "counts": chunk_counts("decompose"),
-        "crops": CROPS,
-    },
-    "enrich_subcaptions": {"subcaptions": SUBCAPTIONS, "rejections": SUBCAPTION_REJECTIONS},
-    "enrich_chunk": {
-        "enriched": ENRICHED,
-        "rejections": chunk_rejections("enrich"),
-        "counts": chunk_counts("enrich"),
-    },
-    "filter_chunk": {
-        "dataset": DATASET,
-        "rejections": chunk_rejections("filter"),
-        "counts": chunk_counts("filter"),
-    },
-}
-
-
-def rule_outputs(rule: str, **wildcards: str) -> dict[str, str]:
-    """The outputs of ``rule`` with its wildcards filled: ``rule_outputs("acquire_chunk", chunk="c000001")``."""
-    return {name: path.format(**wildcards) for name, path in RULE_OUTPUTS[rule].items()}
-
-
-def outputs_in(rule: str, folder: str) -> dict[str, str]:
-    """The outputs of ``rule`` (a key of :data:`RULE_OUTPUTS`) as they lie in one ``folder``.
-
-    What ``pmcflow parse --out DIR`` and library callers write: every output under its layout file
-    name, e.g. ``outputs_in("parse_chunk", "x")["figures"] == "x/figures.parquet"``.
-    """
-    return {name: f"{folder.rstrip('/')}/{path.rsplit('/', 1)[1]}" for name, path in RULE_OUTPUTS[rule].items()}
-
-
 # --------------------------------------------------------------------------------------------
 # Model stages
 # --------------------------------------------------------------------------------------------
 # render_shard (folders), render_merge
 SYNTH_SHARD = f"synth/{SPLIT}/shard-{SHARD}"
 SYNTH_ANNOTATIONS = f"synth/{SPLIT}/annotations.json"
+SYNTH_RECORDS = f"synth/{SPLIT}/records.jsonl"  # one line per figure: its layout and draws
 SYNTH_COUNTS = f"synth/{SPLIT}/{COUNTS}"
 
 # train_detector (a folder), evaluate_detector
@@ -278,6 +221,79 @@ REPORTS = "reports"
 
 def report_html(name: str) -> str:
     return f"{REPORTS}/{name}.html"
+
+
+# --------------------------------------------------------------------------------------------
+# What each rule writing a folder of named outputs declares
+# --------------------------------------------------------------------------------------------
+# What the rules of the folder-writing stages declare as ``output:``, by the rule's output names.
+# The stage code writes exactly these (pmcflow.tables.stage_outputs): a rule passes its
+# ``snakemake.output``, a CLI or library caller a folder, where each output takes its name below.
+RULE_OUTPUTS: dict[str, dict[str, str]] = {
+    "list_articles": {
+        "listing": LISTING,
+        "chunks": CHUNKS,
+        "rejections": rejections("list"),
+        "counts": counts("list"),
+    },
+    "acquire_chunk": {
+        "articles": ACQUIRED,
+        "rejections": chunk_rejections("acquire"),
+        "pending": ACQUIRE_PENDING,
+        "media_rejections": ACQUIRE_MEDIA_REJECTIONS,
+        "counts": chunk_counts("acquire"),
+    },
+    "parse_chunk": {
+        "articles": ARTICLES,
+        "figures": FIGURES,
+        "mentions": MENTIONS,
+        "rejections": chunk_rejections("parse"),
+        "counts": chunk_counts("parse"),
+    },
+    "decompose_chunk": {
+        "subfigures": SUBFIGURES,
+        "rejections": chunk_rejections("decompose"),
+        "counts": chunk_counts("decompose"),
+        "crops": CROPS,
+    },
+    "enrich_subcaptions": {"subcaptions": SUBCAPTIONS, "rejections": SUBCAPTION_REJECTIONS},
+    "enrich_chunk": {
+        "enriched": ENRICHED,
+        "rejections": chunk_rejections("enrich"),
+        "counts": chunk_counts("enrich"),
+    },
+    "filter_chunk": {
+        "dataset": DATASET,
+        "rejections": chunk_rejections("filter"),
+        "counts": chunk_counts("filter"),
+    },
+    "render_merge": {"annotations": SYNTH_ANNOTATIONS, "records": SYNTH_RECORDS, "counts": SYNTH_COUNTS},
+    "evaluate_encoder": {k: evaluation_file(evaluation_dir(), k) for k in EVALUATION_FILES},
+    "evaluate_baseline": {
+        **{k: evaluation_file(baseline_dir(), k) for k in EVALUATION_FILES},
+        "model": baseline_model(),
+    },
+    "compare_embeddings": {
+        "mmd": EMBEDDINGS_MMD,
+        "tsne": EMBEDDINGS_TSNE,
+        "summary": EMBEDDINGS_SUMMARY,
+        "plots": EMBEDDINGS_PLOTS,
+    },
+}
+
+
+def rule_outputs(rule: str, **wildcards: str) -> dict[str, str]:
+    """The outputs of ``rule`` with its wildcards filled: ``rule_outputs("acquire_chunk", chunk="c000001")``."""
+    return {name: path.format(**wildcards) for name, path in RULE_OUTPUTS[rule].items()}
+
+
+def outputs_in(rule: str, folder: str) -> dict[str, str]:
+    """The outputs of ``rule`` (a key of :data:`RULE_OUTPUTS`) as they lie in one ``folder``.
+
+    What ``pmcflow parse --out DIR`` and library callers write: every output under its layout file
+    name, e.g. ``outputs_in("parse_chunk", "x")["figures"] == "x/figures.parquet"``.
+    """
+    return {name: f"{folder.rstrip('/')}/{path.rsplit('/', 1)[1]}" for name, path in RULE_OUTPUTS[rule].items()}
 
 
 # --------------------------------------------------------------------------------------------

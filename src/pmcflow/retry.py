@@ -9,21 +9,36 @@ chunk's outputs (and its content differs from what Snakemake recorded) and the n
 on it.  A chunk with nothing pending keeps an old stamp and is not touched.
 
 Standard library only: the Snakefile loads this file directly (like ``closure.py``), so the
-Snakemake process needs no pmcflow install.
+Snakemake process needs no pmcflow install; the results layout comes from ``layout.py`` beside it,
+loaded the same way.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 STAMP_DIR = ".stamps"  # <results>/.stamps/: workflow bookkeeping, not data
 
 
+def _sibling(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_LAYOUT = _sibling("_pmcflow_retry_layout", Path(__file__).parent / "layout.py")  # pmcflow.layout
+_ACQUIRE_COUNTS: str = _LAYOUT.chunk_counts("acquire")
+
+
 def chunk_counts_path(results: str | os.PathLike[str], chunk: str) -> Path:
-    return Path(results) / "acquire" / chunk / "counts.json"
+    return Path(results) / _ACQUIRE_COUNTS.format(chunk=chunk)
 
 
 def pending_of(counts_path: str | os.PathLike[str]) -> int:
@@ -89,7 +104,7 @@ def presence_stamp(results: str | os.PathLike[str], name: str, required: list[st
 def pending_by_chunk(results: str | os.PathLike[str]) -> dict[str, int]:
     """``{chunk: n}`` for every acquired chunk with articles pending a retry."""
     out: dict[str, int] = {}
-    for counts in sorted(Path(results).glob("acquire/c*/counts.json")):
+    for counts in sorted(Path(results).glob(_LAYOUT.chunk_glob(_ACQUIRE_COUNTS))):
         n = pending_of(counts)
         if n:
             out[counts.parent.name] = n
@@ -105,5 +120,5 @@ def summary_line(results: str | os.PathLike[str]) -> str:
     return (
         f"pmcflow: {sum(pend.values())} article(s) in {len(pend)} chunk(s) failed for a transient reason "
         f"and are pending a retry: {chunks}. The next `snakemake` run (or `pmcflow retry-failed`) "
-        "re-acquires them; see <results>/acquire/<chunk>/pending.parquet."
+        f"re-acquires them; see <results>/{_LAYOUT.shown(_LAYOUT.ACQUIRE_PENDING)}."
     )

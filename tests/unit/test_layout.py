@@ -149,7 +149,8 @@ def test_the_stages_writing_named_outputs_reach_it() -> None:
 
     scripts = {p.stem: p for p in (REPO / "scripts").glob("*.py")}
     for rule in L.RULE_OUTPUTS:
-        assert "layout.py" in reach(scripts[rule]), rule
+        script = {"evaluate_baseline": "evaluate_encoder"}.get(rule, rule)  # one script, two rules
+        assert "layout.py" in reach(scripts[script]), rule
     for notebook in sorted((REPO / "notebooks").glob("*.ipynb")):
         assert "layout.py" in reach(REPO / "scripts" / "report.py", notebook), notebook.name
 
@@ -179,18 +180,32 @@ def test_outputs_reads_the_counts_the_layout_names(tmp_path: Path) -> None:
 
 def _declared_outputs(rule: str) -> dict[str, str]:
     """The ``output:`` of ``rule`` in rules/*.smk, each path as the layout template it names."""
+
+    def template(expr: str) -> str:
+        expr = re.sub(r"^directory\((.*)\)$", r"\1", expr)
+        inner = re.fullmatch(r"results_path\((.*)\)", expr)
+        assert inner, (rule, expr)
+        return eval(inner.group(1), {"_LAYOUT": L})  # noqa: S307 - our own rule text
+
     for smk in sorted((REPO / "rules").glob("*.smk")):
-        m = re.search(rf"(?ms)^(?:rule|checkpoint) {rule}:\n(.*?)(?=^\S|\Z)", smk.read_text(encoding="utf-8"))
-        if m:
-            section = re.search(r"(?ms)^    output:\n(.*?)(?=^    \w+:|\Z)", m.group(1))
-            assert section, rule
-            out: dict[str, str] = {}
-            for name, expr in re.findall(r"(?m)^        (\w+)=(.*),\s*(?:#.*)?$", section.group(1)):
-                expr = re.sub(r"^directory\((.*)\)$", r"\1", expr)
-                inner = re.fullmatch(r"results_path\((.*)\)", expr)
-                assert inner, (rule, name, expr)
-                out[name] = eval(inner.group(1), {"_LAYOUT": L})  # noqa: S307 - our own rule text
-            return out
+        lines = smk.read_text(encoding="utf-8").splitlines()
+        head = [i for i, ln in enumerate(lines) if re.fullmatch(rf"\s*(?:rule|checkpoint) {rule}:", ln)]
+        if not head:
+            continue
+        i = next(j for j in range(head[0] + 1, len(lines)) if lines[j].strip() == "output:")
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        out: dict[str, str] = {}
+        for ln in lines[i + 1 :]:
+            if ln.strip() and len(ln) - len(ln.lstrip()) <= indent:
+                break
+            entry = ln.split("#")[0].strip().rstrip(",")
+            if m := re.fullmatch(r"\*\*evaluation_outputs\((.*)\)", entry):  # rules/common.smk
+                folder = eval(m.group(1), {"_LAYOUT": L})  # noqa: S307
+                out |= {k: L.evaluation_file(folder, k) for k in L.EVALUATION_FILES}
+            elif entry:
+                name, expr = entry.split("=", 1)
+                out[name] = template(expr)
+        return out
     raise AssertionError(f"no rule {rule}")
 
 

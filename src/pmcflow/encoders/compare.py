@@ -13,8 +13,9 @@ order) and every pair of models (trained runs and baselines):
   (:func:`pmcflow.encoders.embedding.mmd_permutation_test`); a pair whose embeddings differ in
   width cannot be pooled and gets a row with the reason instead of numbers.
 
-Outputs in ``out_dir``: ``mmd.parquet``, ``tsne.parquet`` (the points), ``tsne/<benchmark>.png`` and
-``embeddings.json`` (models, benchmarks, settings).  Byte-reproducible for the same inputs.
+Outputs (the rule's, by name): ``mmd`` (``mmd.parquet``), ``tsne`` (``tsne.parquet``, the points),
+``plots`` (``tsne/<benchmark>.png``) and ``summary`` (``embeddings.json``: models, benchmarks,
+settings).  Byte-reproducible for the same inputs.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import pyarrow as pa
 
 from pmcflow.encoders.embedding import mmd_permutation_test, plot_tsne, tsne_2d
 from pmcflow.seeding import derive_seed, seeded_subset
-from pmcflow.tables import write_json, write_table
+from pmcflow.tables import Outputs, stage_outputs, write_json, write_table
 
 STAGE = "compare_embeddings"
 MMD_SCHEMA = pa.schema(
@@ -92,11 +93,13 @@ def compare_models(
     models: Mapping[str, str | os.PathLike[str]],
     settings: Mapping[str, Any],
     seed: int,
-    out_dir: str | os.PathLike[str],
+    outputs: Outputs,
     *,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Compare the models' ``embeddings.npz`` (``{model name: path}``, in display order).
+    """Compare the models' ``embeddings.npz`` (``{model name: path}``, in display order) into the
+    ``compare_embeddings`` rule's outputs ``mmd``, ``tsne``, ``summary`` and ``plots`` (a folder) --
+    the rule's named outputs, or a folder (:func:`pmcflow.tables.stage_outputs`).
 
     ``settings``: ``max_images``, ``permutations``, ``perplexity`` (``evaluate.embedding``).
     """
@@ -105,8 +108,8 @@ def compare_models(
     say = log or (lambda _msg: None)
     max_images, n_perm = int(settings["max_images"]), int(settings["permutations"])
     perplexity = float(settings["perplexity"])
-    out = Path(out_dir)
-    (out / "tsne").mkdir(parents=True, exist_ok=True)
+    out = stage_outputs("compare_embeddings", outputs)
+    out["plots"].mkdir(parents=True, exist_ok=True)
     loaded = {name: read_embeddings(path) for name, path in models.items()}
     names = list(models)
     common = sorted(set.intersection(*(set(f) for f, _ in loaded.values())))
@@ -134,11 +137,12 @@ def compare_models(
                  "x": float(p[0]), "y": float(p[1])}
                 for j, (i, p) in enumerate(zip(idx, points[m], strict=True))
             ]  # fmt: skip
-        png = f"tsne/{_png_name(bench)}"
+        png_path = out["plots"] / _png_name(bench)
+        png = Path(os.path.relpath(png_path, out["summary"].parent)).as_posix()  # as the summary reads it
         plot_tsne(
             points,
             lab,
-            out / png,
+            png_path,
             title=f"t-SNE of the test image embeddings: {bench} ({len(idx)} images)",
             point_size=max(4.0, min(30.0, 2000.0 / len(idx))),  # few points: larger dots
         )
@@ -167,8 +171,8 @@ def compare_models(
     for bench in sorted({b for f, _ in loaded.values() for b in f} - set(common)):
         have = [m for m in names if bench in loaded[m][0]]
         benches[bench] = {"skipped": f"embedded by {have} only, not by every model"}
-    write_table(mmd_rows, MMD_SCHEMA, out / "mmd.parquet")
-    write_table(tsne_rows, TSNE_SCHEMA, out / "tsne.parquet")
+    write_table(mmd_rows, MMD_SCHEMA, out["mmd"])
+    write_table(tsne_rows, TSNE_SCHEMA, out["tsne"])
     summary = {
         "stage": STAGE,
         "seed": int(seed),
@@ -176,5 +180,5 @@ def compare_models(
         "settings": {"max_images": max_images, "permutations": n_perm, "perplexity": perplexity},
         "benchmarks": benches,
     }
-    write_json(out / "embeddings.json", summary)
+    write_json(out["summary"], summary)
     return summary

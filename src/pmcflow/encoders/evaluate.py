@@ -44,7 +44,7 @@ import pyarrow as pa
 from pmcflow.devices import resolve_device
 from pmcflow.encoders.model import Encoder
 from pmcflow.seeding import seeded_subset
-from pmcflow.tables import write_json, write_table
+from pmcflow.tables import Outputs, stage_outputs, write_json, write_table
 
 STAGE = "evaluate_encoder"
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
@@ -342,22 +342,22 @@ def mean_over_directions(by_direction: Sequence[Mapping[str, float]], ks: Sequen
 
 
 def baseline_encoder(
-    name: str, spec: Mapping[str, Any], out_dir: str | os.PathLike[str], seed: int, device: str = "cpu"
+    name: str, spec: Mapping[str, Any], model_dir: str | os.PathLike[str], seed: int, device: str = "cpu"
 ) -> tuple[Encoder, dict[str, Any]]:
     """The baseline ``spec`` (``{model, pretrained, note}`` of ``evaluate.baselines``) as an
     :class:`Encoder`, and its record for ``metrics.json``.
 
     ``model``: an open_clip model name (``ViT-B-16``), ``hf-hub:<org>/<name>`` (weights and config
     from the hub, or from the local Hugging Face cache when offline), ``local-dir:<dir>`` or a
-    config shipped with pmcflow (copied into ``<out_dir>/model`` with its tokenizer, as training
-    does).  ``pretrained``: an open_clip tag (``openai``), a checkpoint file, or null: random
+    config shipped with pmcflow (copied into ``model_dir`` with its tokenizer, as training does;
+    otherwise ``model_dir`` holds a note of what was loaded).  ``pretrained``: an open_clip tag (``openai``), a checkpoint file, or null: random
     initialisation from ``seed`` -- no learned weights, the chance floor to read the others by.
     """
     from pmcflow.encoders import model as MD
 
     model = str(spec["model"])
     pretrained = spec.get("pretrained")
-    model_dir = Path(out_dir) / "model"
+    model_dir = Path(model_dir)
     model_id = MD.prepare_model_dir(model, model_dir)
     if not model_id.startswith(MD.LOCAL_DIR):  # loaded by name: the folder says so
         model_dir.mkdir(parents=True, exist_ok=True)
@@ -399,7 +399,7 @@ def evaluate_encoder(
     seed: int,
     train_dir: str | os.PathLike[str] | None,
     shards_dir: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
+    outputs: Outputs,
     *,
     checkpoint: str | None = None,
     model_id: str | None = None,
@@ -408,12 +408,13 @@ def evaluate_encoder(
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Evaluate the run in ``train_dir`` (its ``train.json``) -- or, with ``baseline``, the model
-    ``evaluate.baselines[baseline]`` names -- on ``shards_dir``; write to ``out_dir``."""
+    ``evaluate.baselines[baseline]`` names -- on ``shards_dir``; write the outputs of the rule
+    ``evaluate_encoder`` (or ``evaluate_baseline``, which adds ``model``): the rule's named outputs,
+    or a folder (:func:`pmcflow.tables.stage_outputs`)."""
     cfg = resolve_config(cfg_eval)
     cfg["device"] = resolve_device(str(cfg["device"]))
     say = log or (lambda msg: print(msg, file=sys.stderr))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = stage_outputs("evaluate_encoder" if baseline is None else "evaluate_baseline", outputs)
     if cfg["threads"]:
         import torch
 
@@ -424,7 +425,7 @@ def evaluate_encoder(
             raise EvaluateError(
                 f"no baseline {baseline!r} in evaluate.baselines (have: {sorted(cfg['baselines'])})"
             )
-        encoder, base_rec = baseline_encoder(baseline, cfg["baselines"][baseline], out, seed, cfg["device"])
+        encoder, base_rec = baseline_encoder(baseline, cfg["baselines"][baseline], out["model"], seed, cfg["device"])
         model_id, checkpoint = base_rec["model"], None
         say(f"{STAGE}: baseline {baseline}: {base_rec['model']} ({base_rec['weights']})")
     else:
@@ -488,11 +489,11 @@ def evaluate_encoder(
                 for s, a, b in zip(samples, i2t, t2i, strict=True)
             ],
             RANKS_SCHEMA,
-            out / "retrieval_ranks.parquet",
+            out["ranks"],
         )
     else:
         result["skipped"]["retrieval"] = f"{len(samples)} pairs in split {cfg['split']!r} (need >= 2)"
-        write_table([], RANKS_SCHEMA, out / "retrieval_ranks.parquet")
+        write_table([], RANKS_SCHEMA, out["ranks"])
 
     zs = cfg["zero_shot"]
     class_names = dict(zs["class_names"])
@@ -558,12 +559,12 @@ def evaluate_encoder(
     if cache is not None:  # logged, not recorded: a cached and an uncached run write the same bytes
         say(f"{STAGE}: feature cache {cfg['feature_cache']}: {cache.hits} hits, {cache.misses} computed")
     result["_feature_cache"] = cache
-    write_table(_finite(suite.robustness), ROBUSTNESS_SCHEMA, out / "robustness.parquet")
-    write_json(out / "benchmarks.json", {"benchmarks": suite.used})
-    _write_embeddings(out / "embeddings.npz", suite.embeddings, suite.labels)
+    write_table(_finite(suite.robustness), ROBUSTNESS_SCHEMA, out["robustness"])
+    write_json(out["benchmarks"], {"benchmarks": suite.used})
+    _write_embeddings(out["embeddings"], suite.embeddings, suite.labels)
 
-    write_table(rows, METRICS_SCHEMA, out / "metrics.parquet")
-    write_json(out / "metrics.json", _finite({k: v for k, v in result.items() if not k.startswith("_")}))
+    write_table(rows, METRICS_SCHEMA, out["metrics"])
+    write_json(out["metrics_json"], _finite({k: v for k, v in result.items() if not k.startswith("_")}))
     return result
 
 

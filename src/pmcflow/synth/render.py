@@ -480,16 +480,15 @@ def render(
     return counts
 
 
-def merge_shards(
-    shard_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
-) -> dict[str, Any]:
-    """Merge shard outputs into ``out_dir/annotations.json`` (+ counts.json, records.jsonl).
+def merge_shards(shard_dirs: Sequence[str | os.PathLike[str]], outputs: T.Outputs) -> dict[str, Any]:
+    """Merge shard outputs into the ``render_merge`` rule's outputs ``annotations`` (one COCO file),
+    ``records`` and ``counts`` (the rule's named outputs, or a folder: :func:`pmcflow.tables.stage_outputs`).
 
-    Images stay where they are; ``file_name`` is rewritten relative to ``out_dir``.  The result
-    does not depend on the order of ``shard_dirs``.
+    Images stay where they are; ``file_name`` is rewritten relative to the annotations' folder.
+    The result does not depend on the order of ``shard_dirs``.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    paths = T.stage_outputs("render_merge", outputs)
+    out = paths["annotations"].parent
     images: list[dict[str, Any]] = []
     anns: list[dict[str, Any]] = []
     labs: list[dict[str, Any]] = []
@@ -534,14 +533,13 @@ def merge_shards(
     }
     if sources_key[1] is not None:
         merged["datasets"] = sources_key[1]
-    _write_compact_json(out / "annotations.json", merged)
-    with contextlib.ExitStack() as stack, T.atomic_open(out / "records.jsonl", "w", encoding="utf-8") as dst:
+    _write_compact_json(paths["annotations"], merged)
+    with contextlib.ExitStack() as stack, T.atomic_open(paths["records"], "w", encoding="utf-8") as dst:
         streams = [_records_by_index(stack.enter_context(open(f, encoding="utf-8"))) for f in record_files]
         for _, line in heapq.merge(*streams):  # each shard's records are in index order
             dst.write(line)
     total = T.merge_counts(STAGE, counts)
-    T.write_counts(out / "counts.json", total)
-    return total
+    return T.write_stage(paths, total)
 
 
 def _records_by_index(fh: Iterable[str]) -> Iterator[tuple[int, str]]:
