@@ -11,4 +11,4 @@ sm = snakemake  # noqa: F821
 cfg = params_config(sm.params, "detector", "seed")
 sets = eval_sets_from_config(cfg, str(Path(sm.input.holdout).parent))
 trained = sm.input.model if "model" in sm.input.keys() else None  # the detector this run trained
-evaluate_stage(cfg, sets, str(Path(sm.output.eval).parent), trained_model=trained)
+evaluate_stage(cfg, sets, sm.output.eval, trained_model=trained)

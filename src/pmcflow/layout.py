@@ -156,8 +156,13 @@ DETECTOR_EVAL = f"{DETECTOR_EVAL_DIR}/eval.json"
 
 
 def detector_pr(detector: str, eval_set: str) -> str:
-    """The PR curve of one detector on one evaluation set."""
+    """The PR curve of one detector on one evaluation set (beside :data:`DETECTOR_EVAL`)."""
     return f"{DETECTOR_EVAL_DIR}/pr_{detector}_{eval_set}.parquet"
+
+
+def detector_metrics(detector: str, eval_set: str) -> str:
+    """The full metrics of one detector on one evaluation set (beside :data:`DETECTOR_EVAL`)."""
+    return f"{DETECTOR_EVAL_DIR}/eval_{detector}_{eval_set}.json"
 
 
 # train_encoder: one folder per run

@@ -49,6 +49,16 @@ CASES: dict[str, set[str]] = {
     # the shard writer is imported by training and evaluation to read the shards back
     "shard.py": {"shard_chunk", "shard", "train_encoder", "evaluate_encoder"} | REPORTS,
     "report/plots.py": REPORTS,
+    # each stage's own module: its rules, and only those (plus the reports where they read it)
+    "decompose/stage.py": {"decompose_chunk"},
+    "enrich/stage.py": {"enrich_subcaptions", "enrich_chunk"},
+    "filter/stage.py": FILTER_RULES,
+    "detect/stage.py": DETECTOR_RULES,
+    "synth/render.py": {"render_shard", "render_merge"},
+    "synth/canvas.py": {"render_shard", "render_merge"},
+    # the dataset report reads the encoder's training settings through encoders/train.py
+    "encoders/train.py": {"train_encoder"} | REPORTS,
+    "encoders/evaluate.py": {"train_encoder", "evaluate_encoder", "evaluate_baseline"} | REPORTS,
     # used by no rule: nothing reruns
     "repro.py": set(),
 }

@@ -36,6 +36,7 @@ def _templates() -> dict[str, str]:
         }
     )
     out.update({"report_html(x)": L.report_html("x"), "detector_pr(a, b)": L.detector_pr("a", "b")})
+    out["detector_metrics(a, b)"] = L.detector_metrics("a", "b")
     out.update({f"counts({s})": L.counts(s) for s in L.STAGE_DIRS})
     out.update({f"chunk_counts({s})": L.chunk_counts(s) for s in L.CHUNKED})
     return out
@@ -67,6 +68,7 @@ def test_paths_resolve_as_documented() -> None:
     assert L.SHARD_CHUNK == "shard_chunks/{chunk}"
     assert L.SHARD_MANIFEST == "shards/manifest.json"
     assert L.SYNTH_SHARD == "synth/{split}/shard-{shard}"
+    assert L.detector_metrics("shipped", "demo") == "detector/eval/eval_shipped_demo.json"
     assert L.detector_pr("yolo-trained", "synthetic_holdout") == (
         "detector/eval/pr_yolo-trained_synthetic_holdout.parquet"
     )

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pmcflow import layout
 from pmcflow.detect.base import DEFAULT_SCORE_THRESHOLD, Detector, get_detector
 
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "data" / "detector"
@@ -50,7 +51,8 @@ def default_detector(**params: Any) -> tuple[str, Detector]:
     return "xycut", get_detector("xycut", **params)
 
 
-TRAIN_RECORD = "train.json"  # the detector stage's record next to a trained checkpoint
+# the detector stage's record next to a trained checkpoint, named as in the results layout
+TRAIN_RECORD = Path(layout.DETECTOR_TRAIN).name
 SIDECARS = (TRAIN_RECORD, "detector.json")  # ... and the shipped model's
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pmcflow import layout
 from pmcflow import tables as T
 from pmcflow.config import section as config_section
 from pmcflow.detect.base import get_detector, run_detection
@@ -135,19 +136,20 @@ def _score(
 def evaluate_stage(
     cfg: Mapping[str, Any],
     sets: Mapping[str, tuple[str | Mapping[str, Any], str]],
-    out_dir: str,
+    eval_path: str | os.PathLike[str],
     *,
     trained_model: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Evaluate on ``sets`` = {name: (COCO gt json path or dict, image root)} the shipped default
     detector and, with ``trained_model`` (the folder :func:`train_stage` wrote), the trained one.
 
-    Writes ``eval.json`` = {"detectors": {name: {"checkpoint", "sets": {set: metrics summary}}}}
-    and, per detector and set, the full metrics ``eval_<detector>_<set>.json`` and the PR curve
-    ``pr_<detector>_<set>.parquet``.
+    Writes ``eval_path`` (the rule's ``eval``) = {"detectors": {name: {"checkpoint", "sets": {set:
+    metrics summary}}}} and beside it, per detector and set, the full metrics and the PR curve
+    (named by :func:`pmcflow.layout.detector_metrics` and :func:`~pmcflow.layout.detector_pr`).
     """
     dcfg = section(cfg)
-    out = Path(out_dir)
+    out = Path(eval_path).parent
+    out.mkdir(parents=True, exist_ok=True)
     trained = trained_record(trained_model) if trained_model else None
     gts = {
         name: (gt if isinstance(gt, Mapping) else json.loads(Path(gt).read_text()), root)
@@ -159,12 +161,14 @@ def evaluate_stage(
         for set_name, (gt_d, root) in gts.items():
             metrics, n_errors = _score(dcfg, detector, gt_d, root)
             write_report(
-                metrics, out / f"eval_{det_name}_{set_name}.json", out / f"pr_{det_name}_{set_name}.parquet"
+                metrics,
+                out / Path(layout.detector_metrics(det_name, set_name)).name,
+                out / Path(layout.detector_pr(det_name, set_name)).name,
             )
             entry["sets"][set_name] = {**summary(metrics), "n_errors": n_errors}
             log.info("eval %s on %s: %s", det_name, set_name, entry["sets"][set_name])
         report["detectors"][det_name] = entry
-    T.write_json(out / "eval.json", report)
+    T.write_json(eval_path, report)
     return report
 
 
