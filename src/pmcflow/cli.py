@@ -53,6 +53,7 @@ register("build-demo-benchmarks", "pmcflow.encoders.benchmarks", "cli_build", "B
 register("fetch-benchmarks", "pmcflow.encoders.benchmarks", "cli_fetch", "Download the openly downloadable benchmarks (checksums verified); nothing else.")
 register("fetch-models", "pmcflow.models", "cli", "Download the hub models the config names into the HF cache and lock them; --check verifies offline.")
 register("train-modality", "pmcflow.filter.modality", "cli", "Train the subfigure modality classifier.")
+register("eval-modality", "pmcflow.filter.modality", "cli_eval", "Score the modality classifier on hand-labelled real panels.")
 register("phash-chunk", "pmcflow.filter.stage", "cli_phash", "Filter checks, modality and pHash of one chunk.")
 register("find-duplicates", "pmcflow.filter.stage", "cli_duplicates", "Corpus-wide near-duplicate clusters from phash tables.")
 register("filter-chunk", "pmcflow.filter.stage", "cli", "Filter one chunk's enriched rows into dataset rows.")

@@ -136,3 +136,47 @@ def test_registry_training_never_uses_render_sources(tiny_modality: Path) -> Non
     assert "other" in metrics["classes"] and metrics["heldout"]["images_per_class"]["other"] == len(
         [e for e in reg.by_role("classifier_test") if e.cls == "other"]
     )
+
+
+REAL_FIGURES = Path(__file__).resolve().parents[2] / "demo" / "real-figures"
+
+
+def test_shipped_classifier_numbers_are_what_it_does_on_real_panels() -> None:
+    """metrics.json's `real_panels` (README, model card) is re-measured here: the shipped classifier
+    on the hand-labelled panels of demo/real-figures (modality.json)."""
+    from pmcflow.filter.checks import FilterSettings
+    from pmcflow.filter.modality import SHIPPED_DIR, TimmBackend, evaluate_on_panels
+
+    recorded = json.loads((SHIPPED_DIR / "metrics.json").read_text())["real_panels"]
+    settings = FilterSettings.from_config({})
+    res = evaluate_on_panels(TimmBackend(load_modality_model(None)), REAL_FIGURES, settings=settings)
+    labels = json.loads((REAL_FIGURES / "modality.json").read_text())["labels"]
+    assert res["n"] == len(labels) == len(json.loads((REAL_FIGURES / "annotations.json").read_text())["annotations"])
+    assert res["counts"] == recorded["counts"]
+    for key in ("accuracy", "macro_accuracy", "majority_baseline"):
+        assert res[key] == pytest.approx(recorded[key], abs=0.01), key
+    for key in ("accuracy", "dropped_of_should_drop", "kept_of_should_keep"):
+        assert res["decision"][key] == pytest.approx(recorded["decision"][key], abs=0.01), key
+
+
+def test_panel_evaluation_counts_classes_the_model_lacks_as_wrong_and_refuses_unlabelled_boxes(
+    tmp_path: Path,
+) -> None:
+    from pmcflow.filter.modality import TimmBackend, evaluate_on_panels
+
+    coco = json.loads((REAL_FIGURES / "annotations.json").read_text())
+    first = coco["images"][0]
+    anns = [a for a in coco["annotations"] if a["image_id"] == first["id"]]
+    (tmp_path / "images").mkdir()
+    (tmp_path / first["file_name"]).write_bytes((REAL_FIGURES / first["file_name"]).read_bytes())
+    (tmp_path / "annotations.json").write_text(json.dumps({**coco, "images": [first], "annotations": anns}))
+    backend = TimmBackend(load_modality_model(None))
+    labels = {str(a["id"]): {"modality": "gel"} for a in anns}  # a class the classifier does not have
+    (tmp_path / "modality.json").write_text(json.dumps({"labels": labels}))
+    res = evaluate_on_panels(backend, tmp_path)
+    assert res["n"] == len(anns) and res["accuracy"] == 0.0 and res["counts"] == {"gel": len(anns)}
+    assert res["confusion"]["classes"][-1] == "gel" and res["per_class"]["gel"] == 0.0
+    assert {p["truth"] for p in res["predictions"].values()} == {"gel"}
+    (tmp_path / "modality.json").write_text(json.dumps({"labels": {}}))
+    with pytest.raises(ValueError, match="no modality label for annotations"):
+        evaluate_on_panels(backend, tmp_path)

@@ -52,7 +52,7 @@ from pmcflow.seeding import rng_for
 from pmcflow.synth.sources import SourcePool, SourceRef, builtin_pool, pool_from_config
 
 if TYPE_CHECKING:
-    from pmcflow.filter.checks import ModalitySettings
+    from pmcflow.filter.checks import FilterSettings, ModalitySettings
     from pmcflow.filter.zeroshot import ZeroShotClassifier
 
 log = logging.getLogger(__name__)
@@ -398,14 +398,26 @@ def _evaluate(
     for s in range(0, len(x), 128):
         preds.append(model(_normalise(x[s : s + 128])).argmax(1))
     pred = torch.cat(preds) if preds else torch.zeros(0, dtype=torch.long)
+    out = confusion_metrics(y.tolist(), pred.tolist(), classes)
+    if sources is not None:  # accuracy over the crops of each held-out image
+        hits: dict[str, list[int]] = {}
+        for sid, t, p in zip(sources, y.tolist(), pred.tolist(), strict=True):
+            hits.setdefault(sid, []).append(int(t == p))
+        out["per_source"] = {sid: round(float(np.mean(h)), 4) for sid, h in sorted(hits.items())}
+    return out
+
+
+def confusion_metrics(y: Sequence[int], pred: Sequence[int], classes: Sequence[str]) -> dict[str, Any]:
+    """Accuracy, per-class recall (their mean: ``macro_accuracy``, over the classes present), the
+    confusion matrix (rows: truth) and the chance line ``1 / len(classes)``."""
     conf = np.zeros((len(classes), len(classes)), dtype=np.int64)
-    for t, p in zip(y.tolist(), pred.tolist(), strict=True):
+    for t, p in zip(y, pred, strict=True):
         conf[t, p] += 1
     per_class = {
         c: (float(conf[i, i] / conf[i].sum()) if conf[i].sum() else None) for i, c in enumerate(classes)
     }
     valid = [v for v in per_class.values() if v is not None]
-    out: dict[str, Any] = {
+    return {
         "accuracy": float(np.trace(conf) / max(1, conf.sum())),
         "macro_accuracy": float(np.mean(valid)) if valid else None,
         "per_class": per_class,
@@ -413,11 +425,74 @@ def _evaluate(
         "n": int(conf.sum()),
         "chance": 1.0 / len(classes) if classes else None,
     }
-    if sources is not None:  # accuracy over the crops of each held-out image
-        hits: dict[str, list[int]] = {}
-        for sid, t, p in zip(sources, y.tolist(), pred.tolist(), strict=True):
-            hits.setdefault(sid, []).append(int(t == p))
-        out["per_source"] = {sid: round(float(np.mean(h)), 4) for sid, h in sorted(hits.items())}
+
+
+def evaluate_on_panels(
+    backend: TimmBackend | ZeroShotClassifier,
+    set_dir: str | os.PathLike[str],
+    labels_file: str = "modality.json",
+    *,
+    settings: FilterSettings | None = None,
+) -> dict[str, Any]:
+    """Score ``backend`` on real panels: the boxes of a COCO set (``set_dir/annotations.json``,
+    image paths relative to ``set_dir``) whose modality was labelled by hand (``set_dir/labels_file``:
+    ``{"labels": {annotation id: {"modality": class}}}``; ``demo/real-figures``).
+
+    Each box is cropped from its figure and classified as the filter classifies a subfigure crop.
+    Besides :func:`confusion_metrics`, the record holds the majority baseline (always answering the
+    most frequent true class), the counts per true class and the predictions per annotation.  A
+    labelled class the backend does not have counts as wrong; an unlabelled box is an error.
+    With ``settings`` (``filter``), ``decision`` compares the filter's verdict on the prediction
+    (:func:`pmcflow.filter.checks.check_modality`) with its verdict on the true class: the share of
+    panels that should go that are dropped, and of those that should stay that are kept.
+    """
+    from pmcflow.detect.images import load_image
+
+    root = Path(set_dir)
+    coco = json.loads((root / "annotations.json").read_text(encoding="utf-8"))
+    labels = json.loads((root / labels_file).read_text(encoding="utf-8"))["labels"]
+    files = {im["id"]: im["file_name"] for im in coco["images"]}
+    anns = sorted(coco["annotations"], key=lambda a: a["id"])
+    missing = [a["id"] for a in anns if str(a["id"]) not in labels]
+    if missing:
+        raise ValueError(f"{root / labels_file}: no modality label for annotations {missing}")
+    classes = list(backend.classes)
+    truth = [str(labels[str(a["id"])]["modality"]) for a in anns]
+    unknown = sorted(set(truth) - set(classes))
+    names = classes + unknown  # a class the backend cannot answer: its rows are all wrong
+    crops: list[Image.Image] = []
+    figures: dict[int, Image.Image] = {}
+    for a in anns:
+        if a["image_id"] not in figures:
+            figures[a["image_id"]] = load_image(root / files[a["image_id"]])
+        x, y, w, h = (int(round(v)) for v in a["bbox"])
+        crops.append(figures[a["image_id"]].crop((x, y, x + w, y + h)))
+    preds = backend.predict(crops)
+    out = confusion_metrics([names.index(t) for t in truth], [names.index(p) for p, _ in preds], names)
+    counts = {c: truth.count(c) for c in names if c in truth}
+    out.update(
+        n_images=len(files),
+        counts=counts,
+        majority_baseline=max(counts.values()) / len(truth) if truth else None,
+        backend=backend.name,
+        predictions={str(a["id"]): {"truth": t, "pred": p, "score": sc}
+                     for a, t, (p, sc) in zip(anns, truth, preds, strict=True)},
+    )  # fmt: skip
+    if settings is not None:
+        from pmcflow.filter.checks import check_modality
+
+        should_go = [check_modality(t, 1.0, settings) is not None for t in truth]
+        goes = [check_modality(p, sc, settings) is not None for p, sc in preds]
+        n_go = sum(should_go)
+        out["decision"] = {
+            "accuracy": sum(a == b for a, b in zip(should_go, goes, strict=True)) / len(truth) if truth else None,
+            "dropped_of_should_drop": sum(g for g, sg in zip(goes, should_go, strict=True) if sg) / n_go
+            if n_go else None,
+            "kept_of_should_keep": sum(not g for g, sg in zip(goes, should_go, strict=True) if not sg)
+            / (len(truth) - n_go) if len(truth) > n_go else None,
+            "n_should_drop": n_go,
+            "n_should_keep": len(truth) - n_go,
+        }
     return out
 
 
@@ -605,6 +680,31 @@ def _training_data_record(settings: TrainSettings) -> dict[str, Any]:
     except ValueError:
         shown = str(path)
     return {"kind": "registry", "registry": shown, "registry_sha256": reg.sha256, "plots": settings.include_plots}
+
+
+def cli_eval(argv: Sequence[str] | None = None) -> int:
+    """``pmcflow eval-modality``: the configured classifier on hand-labelled real panels."""
+    from pmcflow.config import add_config_args, config_from_args
+    from pmcflow.filter.checks import FilterSettings
+
+    ap = argparse.ArgumentParser(
+        prog="pmcflow eval-modality",
+        description="Score the modality classifier (filter.modality) on the boxes of a COCO set whose "
+        "modality was labelled by hand (e.g. demo/real-figures).",
+    )
+    add_config_args(ap)
+    ap.add_argument(
+        "--figures", required=True, metavar="DIR", help="Folder with annotations.json (COCO) and the labels."
+    )
+    ap.add_argument("--labels", default="modality.json", help="Labels file in that folder.")
+    ap.add_argument("--predictions", action="store_true", help="Also print the prediction per box.")
+    args = ap.parse_args(argv)
+    settings = FilterSettings.from_config(config_from_args(args))
+    res = evaluate_on_panels(load_backend(settings.modality), args.figures, args.labels, settings=settings)
+    if not args.predictions:
+        res.pop("predictions")
+    print(json.dumps(res, indent=2, sort_keys=True))
+    return 0
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
