@@ -219,6 +219,7 @@ class _Totals:
     n_kept: int = 0
     n_subfigures: int = 0
     n_single: int = 0
+    n_letter_merged: int = 0  # boxes merged into the lettered panel they were split off
     label_sources: Counter[str] = field(default_factory=Counter)
 
 
@@ -298,6 +299,7 @@ def decompose_chunk(
     Returns the counts record.  Unreadable, missing or oversized images and figures without a
     graphic become rejection rows; the chunk never fails because of one input.
     """
+    from pmcflow.decompose.lettermerge import merge_with_reader
     from pmcflow.detect.default import trained_record
     from pmcflow.enrich.rules import caption_letters, caption_positions
 
@@ -311,7 +313,10 @@ def decompose_chunk(
     totals = _Totals()
     items = _items(rows, rej, totals, int(dcfg["max_caption_chars"]))
     info = build_detector(dcfg) if items else None
-    reader = load_label_reader(dcfg) if items and dcfg["label_reading"] else None
+    use_reader = dcfg["label_reading"] or dcfg["letter_merge"]
+    loaded = load_label_reader(dcfg) if items and use_reader else None
+    reader = loaded if dcfg["label_reading"] else None  # reads each subfigure's letter
+    merger = loaded if dcfg["letter_merge"] else None  # merges the boxes split off a lettered panel
     fmt_cfg = str(dcfg["crop_format"])
     if fmt_cfg not in ("png", "source"):
         raise ValueError(f"decompose.crop_format must be png or source, not {fmt_cfg!r}")
@@ -347,6 +352,10 @@ def decompose_chunk(
                 fmt = jpeg_fmt if fmt_cfg == "source" and source_is_jpeg(it.path) else "png"
                 caption, title = it.row.get("caption") or "", it.row.get("caption_title")
                 letters = caption_letters(caption, title)
+                if merger is not None:
+                    n_boxes = len(boxes)
+                    boxes = merge_with_reader(merger, im, boxes, letters, float(dcfg["letter_merge_overlap"]))
+                    totals.n_letter_merged += n_boxes - len(boxes)
                 places = [] if letters else caption_positions(caption, title)
                 new = _subfigures(it, im, boxes, dcfg, info, reader, letters, places, fmt, crops_tmp, crops_final)
                 sub_rows.extend(new)
@@ -360,6 +369,7 @@ def decompose_chunk(
     extra: dict[str, Any] = {
         "n_subfigures": totals.n_subfigures,
         "n_single_panel": totals.n_single,
+        "n_letter_merged": totals.n_letter_merged,
         "labels": dict(sorted(totals.label_sources.items())),
     }
     if info is not None:

@@ -158,10 +158,12 @@ def run_detection(
     nms_iou: float = DEFAULT_NMS_IOU,
     batch_size: int = 8,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    refine: Callable[[Image.Image, list[Box]], list[Box]] | None = None,
 ) -> list[DetectionResult]:
     """Detect on image files; an unreadable file yields a result with ``error`` set, never an exception.
 
-    Images are decoded once, in chunks of ``batch_size`` so memory stays bounded.
+    Images are decoded once, in chunks of ``batch_size`` so memory stays bounded.  ``refine``
+    post-processes each image's boxes (e.g. :func:`pmcflow.decompose.lettermerge.merge_with_reader`).
     """
     results: list[DetectionResult] = []
     for start in range(0, len(images), max(1, batch_size)):
@@ -182,8 +184,8 @@ def run_detection(
             preds = detector.predict(
                 loaded, score_threshold=score_threshold, nms_iou=nms_iou, batch_size=batch_size
             )
-            for res, boxes in zip(slots, preds, strict=True):
-                res.boxes = boxes
+            for res, img, boxes in zip(slots, loaded, preds, strict=True):
+                res.boxes = refine(img, list(boxes)) if refine is not None else boxes
     return results
 
 

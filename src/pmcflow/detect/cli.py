@@ -67,6 +67,13 @@ def detect(argv: Sequence[str]) -> int:
     ap.add_argument("--errors", type=Path, default=None, help="also write per-image errors as JSON here")
     ap.add_argument("--strict", action="store_true", help="exit 1 if any image could not be read")
     ap.add_argument(
+        "--no-letter-merge",
+        dest="letter_merge",
+        action="store_false",
+        help="keep the detector's boxes as they are (default: merge the boxes split off a panel whose "
+        "letter the shipped label reader reads on the figure; detector.letter_merge)",
+    )
+    ap.add_argument(
         "--set",
         dest="sets",
         action="append",
@@ -86,6 +93,11 @@ def detect(argv: Sequence[str]) -> int:
     detector = get_detector(args.backend, checkpoint=args.checkpoint, **parse_sets(args.sets))
     threshold, source = resolve_threshold(args.score_threshold, args.backend, args.checkpoint)
     print(f"score threshold {threshold:g} ({source})", file=sys.stderr)
+    refine = None
+    if args.letter_merge:
+        from pmcflow.decompose.lettermerge import letter_refiner
+
+        refine = letter_refiner()
     # Batch by batch (the batches run_detection would make), so a bar can follow; the summary line
     # below says the counts.
     bs = max(1, args.batch_size)
@@ -99,6 +111,7 @@ def detect(argv: Sequence[str]) -> int:
                 score_threshold=threshold,
                 nms_iou=args.nms_iou,
                 batch_size=args.batch_size,
+                refine=refine,
             )
             bar.update(len(batch))
     rows = [

@@ -114,12 +114,19 @@ def _score(
     dcfg: Mapping[str, Any], detector: Any, gt_d: Mapping[str, Any], root: str
 ) -> tuple[dict[str, Any], int]:
     paths = [str(Path(root) / im["file_name"]) for im in gt_d["images"]]
+    refine = None
+    if dcfg["letter_merge"]:  # boxes kept at the threshold, then merged: the sweep starts there
+        from pmcflow.decompose.lettermerge import letter_refiner
+
+        refine = letter_refiner()
     results = run_detection(
         detector,
         paths,
-        score_threshold=0.0,  # score everything; the PR sweep picks the threshold
+        # without merging score everything; the PR sweep picks the threshold
+        score_threshold=float(dcfg["score_threshold"]) if refine is not None else 0.0,
         nms_iou=float(dcfg["nms_iou"]),
         batch_size=int(dcfg["batch_size"]),
+        refine=refine,
     )
     preds = []
     for im, res in zip(gt_d["images"], results, strict=True):
