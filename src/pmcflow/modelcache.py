@@ -82,7 +82,7 @@ FETCH_COMMAND = "pmcflow fetch-models"
 DEFAULT_REVISION = "main"
 # The model train uses when neither train.model nor a preset names one (pmcflow.encoders.train).
 DEFAULT_TRAIN_MODEL = "tiny-vit-bpe"
-# filter.modality.openclip.model default (pmcflow.filter.checks.DEFAULT_OPENCLIP_MODEL; standard library only here)
+# the schema's filter.modality.openclip.model default (standard library only here: no schema loader)
 DEFAULT_FILTER_OPENCLIP_MODEL = "hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"
 OPENCLIP_DIR = Path(__file__).resolve().parent / "data" / "openclip"
 LLM_BACKENDS = ("transformers", "vllm")

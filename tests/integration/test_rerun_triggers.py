@@ -54,6 +54,9 @@ CASES: dict[str, set[str]] = {
     "enrich/stage.py": {"enrich_subcaptions", "enrich_chunk"},
     "filter/stage.py": FILTER_RULES,
     "detect/stage.py": DETECTOR_RULES,
+    # merging by panel letter: decomposition and the detector's evaluation (detect/stage.py holds
+    # training and evaluation, so training's code reaches it too)
+    "decompose/lettermerge.py": {"decompose_chunk"} | DETECTOR_RULES,
     "synth/render.py": {"render_shard", "render_merge"},
     "synth/canvas.py": {"render_shard", "render_merge"},
     # the dataset report reads the encoder's training settings through encoders/train.py

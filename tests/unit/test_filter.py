@@ -108,7 +108,7 @@ def test_license_defaults_and_config() -> None:
     ],
 )
 def test_caption_checks(text: str, reason: str | None) -> None:
-    got = C.check_caption(text, C.FilterSettings())
+    got = C.check_caption(text, C.FilterSettings.from_config({}))
     assert (got[0] if got else None) == reason
 
 

@@ -102,17 +102,17 @@ def test_missing_class_or_prompt_is_a_clear_error() -> None:
         resolve_prompts(PROMPTS, ["radiology", "retina"])
     with pytest.raises(ZeroShotError, match=r"\['dermatology'\].*built-in prompts"):
         resolve_prompts(None, ["radiology", "dermatology"])
-    with pytest.raises(ValueError, match=r"openclip\.prompts\.retina: give at least one non-empty prompt"):
+    with pytest.raises(ValueError, match=r"openclip\.prompts\.retina: \[\] should be non-empty"):
         C.OpenClipSettings.from_mapping({"prompts": {"retina": []}})
     with pytest.raises(ValueError, match=r"openclip\.prompts\.retina"):
         C.OpenClipSettings.from_mapping({"prompts": {"retina": ["  "]}})
-    with pytest.raises(ValueError, match="unknown keys"):
+    with pytest.raises(ValueError, match=r"filter\.modality\.openclip\.prompt: unknown key"):
         C.OpenClipSettings.from_mapping({"prompt": {}})
     with pytest.raises(ZeroShotError, match="at least two classes"):
         resolve_prompts({"radiology": ["a CT scan"]})
     with pytest.raises(ZeroShotError, match="local config, so pretrained must be a checkpoint file"):
         ZeroShotClassifier(_settings(pretrained="openai"))
-    with pytest.raises(ValueError, match="backend must be one of"):
+    with pytest.raises(ValueError, match=r"filter\.modality\.backend: 'clip' is not one of"):
         C.FilterSettings.from_config({"filter": {"modality": {"backend": "clip"}}})
     assert resolve_prompts(None) == {c: list(p) for c, p in DEFAULT_PROMPTS.items()}
 

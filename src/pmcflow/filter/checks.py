@@ -15,11 +15,13 @@ Check order (the first failing check is the row's recorded reason):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pmcflow import licenses as L
+from pmcflow.config import section as config_section
+from pmcflow.config import subsection
 
 REASONS: tuple[str, ...] = (
     "license_not_allowed",
@@ -36,25 +38,6 @@ REASONS: tuple[str, ...] = (
     "near_duplicate",
 )
 
-# Clinical imaging + microscopy (seed 000's modality filter); plots and charts are dropped.
-# `other` is recorded, not dropped, by default: the shipped classifier calls too many medical crops
-# `other` (docs/filter.md) for it to decide alone; drop it where the classifier is trusted.
-DEFAULT_KEEP: tuple[str, ...] = (
-    "radiology",
-    "histopathology",
-    "microscopy",
-    "retina",
-    "dermatology",
-    "endoscopy",
-    "ultrasound",
-    "clinical_photo",
-    "other",
-)
-DEFAULT_DROP: tuple[str, ...] = ("plot", "chart", "diagram", "chemical_structure")
-
-
-BACKENDS: tuple[str, ...] = ("timm", "openclip")
-DEFAULT_OPENCLIP_MODEL = "hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"
 
 
 @dataclass(frozen=True)
@@ -63,119 +46,101 @@ class OpenClipSettings:
 
     ``prompts`` is ``((class, (prompt, ...)), ...)`` in config order; empty = the built-in prompts
     (:data:`pmcflow.filter.zeroshot.DEFAULT_PROMPTS`).  ``classes`` (None = every prompted class)
-    picks the classes to score; each must have prompts.
+    picks the classes to score; each must have prompts.  Built with :meth:`from_mapping`: the
+    defaults, types and allowed keys are the schema's.
     """
 
-    model: str = DEFAULT_OPENCLIP_MODEL
-    pretrained: str | None = None
-    checkpoint: str | None = None
-    prompts: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    classes: tuple[str, ...] | None = None
-    device: str = "cpu"
-    seed: int = 0  # initialisation of weights no checkpoint provides (a model without weights: tests)
+    model: str
+    pretrained: str | None
+    checkpoint: str | None
+    prompts: tuple[tuple[str, tuple[str, ...]], ...]
+    classes: tuple[str, ...] | None
+    device: str
+    seed: int  # initialisation of weights no checkpoint provides (a model without weights: tests)
 
     @classmethod
     def from_mapping(cls, oc: Mapping[str, Any] | None) -> OpenClipSettings:
-        oc = dict(oc or {})
-        unknown = sorted(set(oc) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"filter.modality.openclip: unknown keys {unknown}")
-        raw_prompts = oc.get("prompts") or {}
-        if not isinstance(raw_prompts, Mapping):
-            raise ValueError("filter.modality.openclip.prompts must map each class to a list of prompts")
+        oc = subsection(oc, "filter", "modality", "openclip")  # schema defaults, checked
         prompts = []
-        for name, texts in raw_prompts.items():
-            items = [texts] if isinstance(texts, str) else list(texts or [])
-            if not items or not all(isinstance(t, str) and t.strip() for t in items):
+        for name, texts in oc["prompts"].items():
+            if not all(t.strip() for t in texts):
                 raise ValueError(
                     f"filter.modality.openclip.prompts.{name}: give at least one non-empty prompt (a list of strings)"
                 )
-            prompts.append((str(name), tuple(items)))
-        classes = oc.get("classes")
+            prompts.append((str(name), tuple(texts)))
+        classes = oc["classes"]
         return cls(
-            model=str(oc.get("model") or DEFAULT_OPENCLIP_MODEL),
-            pretrained=str(oc["pretrained"]) if oc.get("pretrained") else None,
-            checkpoint=str(oc["checkpoint"]) if oc.get("checkpoint") else None,
+            model=str(oc["model"]),
+            pretrained=str(oc["pretrained"]) if oc["pretrained"] else None,
+            checkpoint=str(oc["checkpoint"]) if oc["checkpoint"] else None,
             prompts=tuple(prompts),
             classes=tuple(str(c) for c in classes) if classes else None,
-            device=str(oc.get("device") or "cpu"),
-            seed=int(oc.get("seed", 0) or 0),
+            device=str(oc["device"]),
+            seed=int(oc["seed"]),
         )
 
 
 @dataclass(frozen=True)
 class ModalitySettings:
-    enabled: bool = True
-    backend: str = "timm"  # timm (the trained classifier, `checkpoint`) | openclip (zero-shot, `openclip`)
-    checkpoint: str = "shipped"
-    keep: tuple[str, ...] = DEFAULT_KEEP
-    drop: tuple[str, ...] = DEFAULT_DROP
-    min_score: float = 0.0
-    batch_size: int = 64
-    threads: int = 1
-    openclip: OpenClipSettings = field(default_factory=OpenClipSettings)
+    enabled: bool
+    backend: str  # timm (the trained classifier, `checkpoint`) | openclip (zero-shot, `openclip`)
+    checkpoint: str
+    keep: tuple[str, ...]
+    drop: tuple[str, ...]
+    min_score: float
+    batch_size: int
+    threads: int
+    openclip: OpenClipSettings
 
 
 @dataclass(frozen=True)
 class DedupSettings:
-    enabled: bool = True
-    max_hamming: int = 6
-    scope: str = "corpus"  # corpus | chunk
+    enabled: bool
+    max_hamming: int
+    scope: str  # corpus | chunk
 
 
 @dataclass(frozen=True)
 class FilterSettings:
-    """``config["filter"]`` with defaults (every key read with ``.get``)."""
+    """``config["filter"]``, typed and frozen; :meth:`from_config` fills it from the schema's
+    defaults (config/schema/config.schema.yaml, the one place they live) and checks it."""
 
-    licenses: frozenset[str] | None = frozenset(L.COMMERCIAL)  # None = every licence
-    include_retracted: bool = False
-    min_side_px: int = 64
-    min_subcaption_chars: int = 20
-    min_alpha_tokens: int = 3
-    min_alpha_fraction: float = 0.5
-    modality: ModalitySettings = field(default_factory=ModalitySettings)
-    dedup: DedupSettings = field(default_factory=DedupSettings)
+    licenses: frozenset[str] | None  # None = every licence
+    include_retracted: bool
+    min_side_px: int
+    min_subcaption_chars: int
+    min_alpha_tokens: int
+    min_alpha_fraction: float
+    modality: ModalitySettings
+    dedup: DedupSettings
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None) -> FilterSettings:
-        f = dict((cfg or {}).get("filter") or {})
-        lic_raw = f.get("licenses", list(L.COMMERCIAL))
-        licenses: frozenset[str] | None
-        if lic_raw is None or (isinstance(lic_raw, Iterable) and not isinstance(lic_raw, str) and not list(lic_raw)):
-            licenses = None  # an empty list keeps every licence (as select.licenses does)
-        else:
-            items = [lic_raw] if isinstance(lic_raw, str) else list(lic_raw)
-            licenses = frozenset(x for x in (L.normalise(v) for v in items) if x)
-        m = dict(f.get("modality") or {})
-        d = dict(f.get("dedup") or {})
-        backend = str(m.get("backend") or "timm")
-        if backend not in BACKENDS:
-            raise ValueError(f"filter.modality.backend must be one of {list(BACKENDS)}, not {backend!r}")
-        scope = str(d.get("scope", "corpus"))
-        if scope not in {"corpus", "chunk"}:
-            raise ValueError(f"filter.dedup.scope must be 'corpus' or 'chunk', not {scope!r}")
+        f = config_section(cfg or {}, "filter")
+        lic_raw = f["licenses"]
+        # an empty list keeps every licence (as select.licenses does)
+        licenses = frozenset(x for x in (L.normalise(v) for v in lic_raw) if x) if lic_raw else None
+        m, d = f["modality"], f["dedup"]
         return cls(
             licenses=licenses,
-            include_retracted=bool(f.get("include_retracted", False)),
-            min_side_px=int(f.get("min_side_px", 64)),
-            min_subcaption_chars=int(f.get("min_subcaption_chars", 20)),
-            min_alpha_tokens=int(f.get("min_alpha_tokens", 3)),
-            min_alpha_fraction=float(f.get("min_alpha_fraction", 0.5)),
+            include_retracted=bool(f["include_retracted"]),
+            min_side_px=int(f["min_side_px"]),
+            min_subcaption_chars=int(f["min_subcaption_chars"]),
+            min_alpha_tokens=int(f["min_alpha_tokens"]),
+            min_alpha_fraction=float(f["min_alpha_fraction"]),
             modality=ModalitySettings(
-                enabled=bool(m.get("enabled", True)),
-                backend=backend,
-                checkpoint=str(m.get("checkpoint") or "shipped"),
-                keep=tuple(m.get("keep", DEFAULT_KEEP) or ()),
-                drop=tuple(m.get("drop", DEFAULT_DROP) or ()),
-                min_score=float(m.get("min_score", 0.0)),
-                batch_size=int(m.get("batch_size", 64)),
-                threads=int(m.get("threads", 1)),
-                openclip=OpenClipSettings.from_mapping(m.get("openclip")),
+                enabled=bool(m["enabled"]),
+                backend=str(m["backend"]),
+                checkpoint=str(m["checkpoint"]),
+                keep=tuple(m["keep"]),
+                drop=tuple(m["drop"]),
+                min_score=float(m["min_score"]),
+                batch_size=int(m["batch_size"]),
+                threads=int(m["threads"]),
+                openclip=OpenClipSettings.from_mapping(m["openclip"]),
             ),
             dedup=DedupSettings(
-                enabled=bool(d.get("enabled", True)),
-                max_hamming=int(d.get("max_hamming", 6)),
-                scope=scope,
+                enabled=bool(d["enabled"]), max_hamming=int(d["max_hamming"]), scope=str(d["scope"])
             ),
         )
 
