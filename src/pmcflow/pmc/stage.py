@@ -154,7 +154,7 @@ def _enumerate_cloud(
     mode = c["listing"]
     info: dict[str, Any] = {"listing_mode": mode}
     if mode == "inventory":
-        key, refs = cloud.enumerate_inventory(backend.transport, c.get("inventory_manifest", ""), out_dir)
+        key, refs = cloud.enumerate_inventory(backend.transport, c["inventory_manifest"] or "", out_dir)
         info["inventory_manifest"] = key
         return list(progress(refs, desc="list: inventory", unit="article", summary=False)), info
     if mode == "list-objects":
@@ -188,7 +188,7 @@ def list_articles(
             refs, more = _enumerate_cloud(cfg, backend, out["listing"].parent, rej)
             info.update(more)
             n_in = len(refs) + len(rej)
-            keep_all = cfg["source"]["cloud"].get("versions", "newest") == "all"
+            keep_all = cfg["source"]["cloud"]["versions"] == "all"
             newest: dict[int, int] = {}
             for r in refs:
                 newest[r.pmcid_num] = max(newest.get(r.pmcid_num, 0), r.version)
@@ -416,9 +416,9 @@ def _ftp_limits(cfg: Mapping[str, Any]) -> ftp.TarLimits:
     f = cfg["source"]["ftp"]
     mb = 1024 * 1024
     return ftp.TarLimits(
-        max_member_bytes=int(float(f.get("max_member_mb", 256)) * mb),
-        max_total_bytes=int(float(f.get("max_package_mb", 2048)) * mb),
-        max_members=int(f.get("max_members", 20000)),
+        max_member_bytes=int(float(f["max_member_mb"]) * mb),
+        max_total_bytes=int(float(f["max_package_mb"]) * mb),
+        max_members=int(f["max_members"]),
     )
 
 
@@ -557,7 +557,7 @@ def acquire_chunk(
         cache=Path(cache_dir) / backend.source,
         select=Selection.from_config(cfg.get("select")),
         media=MediaFilter(cfg["source"].get("media_types")),
-        verify_images=bool(cfg["source"].get("verify_images", True)),
+        verify_images=bool(cfg["source"]["verify_images"]),
         media_rej=Rejections(MEDIA_STAGE, chunk),
     )
     rej = Rejections(ACQUIRE_STAGE, chunk)
