@@ -91,12 +91,13 @@ class DetectorInfo:
 
 
 def build_detector(dcfg: Mapping[str, Any]) -> DetectorInfo:
-    """The configured detector (``backend``/``checkpoint``/``detector_params`` of ``dcfg``)."""
+    """The configured detector (``backend``/``checkpoint``/``detector_params`` of ``dcfg``, the
+    ``decompose`` section as :func:`settings` fills it)."""
     from pmcflow.detect.default import resolve_threshold, shipped_checkpoint_for, shipped_model
 
-    backend = str(dcfg.get("backend", "auto"))
-    ckpt_opt = dcfg.get("checkpoint", "shipped")
-    params = dict(dcfg.get("detector_params") or {})
+    backend = str(dcfg["backend"])
+    ckpt_opt = dcfg["checkpoint"]
+    params = dict(dcfg["detector_params"])
     ckpt: Path | None
     if backend == "auto":
         found = shipped_model() if ckpt_opt in ("shipped", None, "") else None
