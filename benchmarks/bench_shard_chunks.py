@@ -4,7 +4,9 @@ step) against a raw copy of the same bytes, and against sharding in one pass.
 The pool of crops is ``bench_shard.py``'s (realistic PNG/JPEG subfigure crops, 20-300 KB, with the
 DATASET columns decompose / enrich / filter write), split by article into ``--jobs`` chunk tables as
 the workflow's chunks are.  Steps, each timed by wall clock (``os.sync()`` before each, the order
-rotated between repeats, best of the repeats by wall time), CPU time of the processes included:
+rotated between repeats, best of the repeats by wall time), CPU time of the processes included, and
+the CPU time the machine's other processes used meanwhile (on a shared machine a step competes with
+them):
 
 * ``copy``               every crop read and appended to one output file, fsynced, in one process;
 * ``copy x J``           the same bytes copied by J processes side by side (one per chunk);
@@ -15,7 +17,7 @@ rotated between repeats, best of the repeats by wall time), CPU time of the proc
                          manifest, card): the global step;
 * ``per-chunk total``    ``shard_chunk x J`` + ``assemble``: the stage's wall time.
 
-    .venv/bin/python benchmarks/bench_shard_chunks.py --pool /tmp/pool     # as recorded
+    .venv/bin/python benchmarks/bench_shard_chunks.py --pool /tmp/pool --repeats 9   # as recorded
     .venv/bin/python benchmarks/bench_shard_chunks.py --n-images 300 --repeats 1 --out /tmp/b
 
 Writes ``shard_chunks.json`` and ``shard_chunks.md`` to ``--out`` (default ``benchmarks/results``).
@@ -68,12 +70,28 @@ def _side_by_side(fn: Callable[..., Any], args: Sequence[tuple[Any, ...]]) -> No
             raise RuntimeError(f"a job failed with exit code {p.exitcode}")
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[float, float]:
-    """(wall s, CPU s of this process and of the processes it started)."""
+def _machine_busy_s() -> float | None:
+    """CPU seconds every process of the machine has used so far (``/proc/stat``; None elsewhere)."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, float, float | None]:
+    """(wall s, CPU s of this process and of the processes it started, CPU s the machine's other
+    processes used meanwhile: on a shared machine, what a step's wall time competed with)."""
     os.sync()
+    b0 = _machine_busy_s()
     c0, k0, t0 = time.process_time(), _children_cpu(), time.perf_counter()
     fn()
-    return time.perf_counter() - t0, (time.process_time() - c0) + (_children_cpu() - k0)
+    wall, cpu = time.perf_counter() - t0, (time.process_time() - c0) + (_children_cpu() - k0)
+    b1 = _machine_busy_s()
+    others = None if b0 is None or b1 is None else max(0.0, b1 - b0 - cpu)
+    return wall, cpu, others
 
 
 def split_by_article(pool: Path, jobs: int, out: Path) -> list[Path]:
@@ -136,15 +154,15 @@ def bench(n_images: int, jobs: int, repeats: int, pool_dir: Path | None) -> dict
             ),
             f"shard_chunk x {jobs}": per_chunk,
         }
-        best: dict[str, tuple[float, float]] = {}
-        assemble: tuple[float, float] | None = None
+        best: dict[str, tuple[float, float, float | None]] = {}
+        assemble: tuple[float, float, float | None] | None = None
         for r in range(repeats):
             order = list(steps)
             order = order[r % len(order) :] + order[: r % len(order)]
             for name in order:
-                wall, cpu = _timed(lambda name=name, r=r: steps[name](r))
+                wall, cpu, others = _timed(lambda name=name, r=r: steps[name](r))
                 if name not in best or wall < best[name][0]:
-                    best[name] = (wall, cpu)
+                    best[name] = (wall, cpu, others)
                 if name.startswith("shard_chunk"):
                     parts = [work / f"parts-{r}" / n for n in names]
                     got = _timed(
@@ -165,9 +183,11 @@ def bench(n_images: int, jobs: int, repeats: int, pool_dir: Path | None) -> dict
         chunk_sizes = [len(cs) for cs in chunk_crops]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    total = (best[f"shard_chunk x {jobs}"][0] + assemble[0], best[f"shard_chunk x {jobs}"][1] + assemble[1])
+    chunks = best[f"shard_chunk x {jobs}"]
+    others = None if chunks[2] is None or assemble[2] is None else chunks[2] + assemble[2]
+    total = (chunks[0] + assemble[0], chunks[1] + assemble[1], others)
     rows = {**best, "assemble": assemble, "per-chunk total": total}
-    copy_wall, copy_cpu = best["copy"]
+    copy_wall, copy_cpu, _ = best["copy"]
     mb = pool["image_mb"]
     table = [
         {
@@ -178,8 +198,9 @@ def bench(n_images: int, jobs: int, repeats: int, pool_dir: Path | None) -> dict
             "samples_per_wall_s": round(n_images / w, 1),
             "pct_of_copy_wall": round(100 * copy_wall / w, 1),
             "pct_of_copy_cpu": round(100 * copy_cpu / c, 1) if c else None,
+            "others_cpu_s": None if o is None else round(o, 2),
         }
-        for name, (w, c) in rows.items()
+        for name, (w, c, o) in rows.items()
     ]
     return {
         "pool": pool,
@@ -215,17 +236,19 @@ def markdown(res: dict[str, Any]) -> str:
         f"{res['machine']['python']}, load average {res['machine']['load_avg'][0]:.1f} at the end; {res['date']} "
         "(`benchmarks/bench_shard_chunks.py`).",
         "",
-        "| step | wall s | CPU s | MB / wall s | samples / wall s | % of copy (wall) | % of copy (CPU) |",
-        "|---|---|---|---|---|---|---|",
+        "| step | wall s | CPU s | MB / wall s | samples / wall s | % of copy (wall) | % of copy (CPU) | other processes' CPU s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in res["steps"]:
         lines.append(
             f"| {s['step']} | {s['wall_s']} | {s['cpu_s']} | {s['mb_per_wall_s']} | {s['samples_per_wall_s']} | "
-            f"{s['pct_of_copy_wall']} % | {s['pct_of_copy_cpu']} % |"
+            f"{s['pct_of_copy_wall']} % | {s['pct_of_copy_cpu']} % | {s.get('others_cpu_s')} |"
         )
     lines += [
         "",
-        f"Same samples (keys, splits, image sha256, texts) as sharding in one pass: {res['same_samples_as_one_pass']}.",
+        f"Same samples (keys, splits, image sha256, texts) as sharding in one pass: {res['same_samples_as_one_pass']}. "
+        "Other processes' CPU s: what the rest of the machine used while the step ran (`/proc/stat`, 10 ms "
+        "ticks): the steps share the machine with whatever else runs on it.",
         "",
         "## Reading",
         "",

@@ -121,6 +121,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return out
 
 
+# The columns of the shard index (pmcflow.schema.SHARD_INDEX) that dataset_card reads from its
+# rows: pmcflow.shard hands it only these.
+CARD_INDEX_COLUMNS: tuple[str, ...] = ("license_code", "modality")
+
+
 def dataset_card(
     manifest: Mapping[str, Any],
     index_rows: Sequence[Mapping[str, Any]],
@@ -128,7 +133,8 @@ def dataset_card(
     *,
     name: str = "pmcflow dataset",
 ) -> str:
-    """The card's text. Deterministic: the same shards give the same bytes."""
+    """The card's text. Deterministic: the same shards give the same bytes.  Of ``index_rows`` it
+    reads the :data:`CARD_INDEX_COLUMNS`."""
     splits = [n for n, s in manifest["splits"].items() if s["n_samples"] > 0]
     exts = sorted(manifest.get("image_formats") or {})
     n = int(manifest["n_samples"])

@@ -78,7 +78,7 @@ from PIL import Image, ImageFile, UnidentifiedImageError
 from pmcflow import schema as S
 from pmcflow.config import ConfigError
 from pmcflow.config import section as config_section
-from pmcflow.datacard import dataset_card, sample_json_schema
+from pmcflow.datacard import CARD_INDEX_COLUMNS, dataset_card, sample_json_schema
 from pmcflow.errors import RejectionError
 from pmcflow.seeding import seed_digest, unit_uniform
 from pmcflow.tables import (
@@ -87,6 +87,7 @@ from pmcflow.tables import (
     atomic_open,
     counts_record,
     temp_sibling,
+    to_table,
     write_counts,
     write_json,
     write_table,
@@ -478,6 +479,11 @@ class AtomicTarWriter:
         self.tmp = temp_sibling(path)
         self._fd: int | None = os.open(self.tmp, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0))
         self._sha = hashlib.sha256()
+        # tar_header's pieces that do not change from member to member: the mtime field, and per
+        # member name (a sample's ".json", ".txt", ...) its encoding and byte sum
+        self._mtime_field = b"%011o\x00" % self.mtime if 0 <= self.mtime < _OCTAL_11 else b""
+        self._mtime_sum = sum(self._mtime_field)
+        self._names: dict[str, tuple[bytes, int]] = {}
         self._pending: list[Any] = []
         self._pending_bytes = 0
         self.written = 0  # bytes written to the file so far
@@ -497,17 +503,54 @@ class AtomicTarWriter:
         """Append members ``prefix + name`` in order.  A member's header, a small member's data and the padding are
         joined with their neighbours into one buffer (one hash update and one ``writev`` entry for
         a sample's seven text members instead of ~20); a large member's data (an image) is passed
-        on as it is, without a copy.  The bytes are the same either way."""
-        mtime, join_max = self.mtime, self.JOIN_BYTES
+        on as it is, without a copy.  The bytes are the same either way.
+
+        Headers are :func:`tar_header`'s bytes, put together here from pieces: the prefix (a
+        sample's key) is encoded and summed once per sample, each member name once per writer, and
+        the pieces go straight into the joined buffer.  Names over 100 bytes, names with a NUL and
+        sizes or mtimes beyond 11 octal digits go through :func:`tar_header` (and ``tarfile``)."""
+        mtime, join_max, names = self.mtime, self.JOIN_BYTES, self._names
+        praw = prefix.encode(tarfile.ENCODING, "surrogateescape")
+        plen = len(praw)
+        # every field but the name and the size: mode, ids, mtime, type, magic, ... (the checksum
+        # field counted as spaces); None: this prefix or mtime needs tar_header for each member
+        base = (
+            _TAR_CONST_SUM + self._mtime_sum + sum(praw)
+            if plen <= 100 and b"\x00" not in praw and self._mtime_field
+            else None
+        )
+        mtime_field = self._mtime_field
         bufs: list[Any] = []
-        small: list[bytes] = []  # header, data and padding pieces not yet joined
+        small: list[bytes] = []  # header pieces, data and padding not yet joined
         n = 0
         for name, data in members:
             size = len(data)
-            header = tar_header(prefix + name, size, mtime)
+            entry = names.get(name)
+            if entry is None:
+                raw = name.encode(tarfile.ENCODING, "surrogateescape")
+                entry = names[name] = (raw, -1 if b"\x00" in raw else sum(raw))
+            nraw, nsum = entry
+            length = plen + len(nraw)
+            if base is not None and nsum >= 0 and length <= 100 and size < _OCTAL_11:
+                size_field = b"%011o\x00" % size
+                checksum = base + nsum + sum(size_field)
+                small += (
+                    praw,
+                    nraw,
+                    _TAR_PADS[100 - length],
+                    _TAR_MODE_IDS,
+                    size_field,
+                    mtime_field,
+                    b"%06o\x00 " % checksum,
+                    _TAR_TAIL,
+                )
+                n += TAR_BLOCK
+            else:
+                header = tar_header(prefix + name, size, mtime)
+                small.append(header)
+                n += len(header)
             pad = _TAR_PADS[-size % TAR_BLOCK]
-            n += len(header) + size + len(pad)
-            small.append(header)
+            n += size + len(pad)
             if size > join_max:
                 bufs += (b"".join(small), data)
                 small = [pad]
@@ -658,9 +701,22 @@ class _Written:
         )
 
 
+def _read_parquet(path: str | os.PathLike[str]) -> pa.Table:
+    """One Parquet file as ``pq.read_table`` reads it, through ``pq.ParquetFile``: the same table
+    without ``pyarrow.dataset`` (importing and setting it up cost a fresh job process ~13 ms for a
+    chunk's file, ~5 ms once imported), and on this thread: a job has one core, and Arrow's thread
+    pool (started for the read) doubled the CPU time a chunk's read took in a job beside another
+    (22-28 vs 10-15 ms).  Anything but a local file (a folder, a URI, a missing path: its error)
+    still goes through ``pq.read_table``."""
+    if not os.path.isfile(path):
+        return pq.read_table(path)
+    with pq.ParquetFile(path) as pf:
+        return pf.read(use_threads=False)
+
+
 def read_dataset(paths: Sequence[str | os.PathLike[str]]) -> pa.Table:
     """Concatenate DATASET Parquet files (columns unified; extra columns kept)."""
-    tables = [pq.read_table(p) for p in paths]
+    tables = [_read_parquet(p) for p in paths]
     tables = [t for t in tables if t.num_rows or t.num_columns]
     if not tables:
         return S.DATASET.empty_table()
@@ -668,8 +724,13 @@ def read_dataset(paths: Sequence[str | os.PathLike[str]]) -> pa.Table:
 
 
 def _rows(table: pa.Table, indices: Sequence[int], batch: int = 512) -> Iterator[dict[str, Any]]:
+    """The rows ``indices`` of ``table`` as dicts (``Table.to_pylist``'s), ``batch`` at a time:
+    converted column by column and zipped, which is cheaper than ``to_pylist``'s row by row."""
+    names = table.column_names
     for start in range(0, len(indices), batch):
-        yield from table.take(pa.array(indices[start : start + batch], pa.int64())).to_pylist()
+        part = table.take(pa.array(indices[start : start + batch], pa.int64()))
+        for values in zip(*(column.to_pylist() for column in part.columns), strict=True):
+            yield dict(zip(names, values, strict=True))
 
 
 def shard_dataset(
@@ -752,20 +813,25 @@ def assemble_shards(
     cfg = resolve_config(cfg_shard)
     final = Path(out_dir)
     total = _Written()
+    indexes: list[pa.Table] = []  # the chunks' index tables, concatenated as they are
     with atomic_dir(final) as out:
         for part in map(Path, part_dirs):
             rec = json.loads((part / PART_FILE).read_text(encoding="utf-8"))
-            index_rows = pq.read_table(part / "index.parquet").to_pylist()
-            rejections = pq.read_table(part / "rejections.parquet").to_pylist()
-            written = _Written.from_record(rec, index_rows, rejections)
+            index = _read_parquet(part / "index.parquet")
+            if not index.schema.equals(S.SHARD_INDEX):  # another layout: missing columns null
+                index = to_table(index.to_pylist(), S.SHARD_INDEX)
+            indexes.append(index)
+            rejections = _read_parquet(part / "rejections.parquet").to_pylist()
+            written = _Written.from_record(rec, [], rejections)
             for split, recs in written.shards.items():
                 (out / split).mkdir(parents=True, exist_ok=True)
                 for sh in recs:
                     _link_or_copy(part / split / sh["name"], out / split / sh["name"])
             total.add(written)
+        index = pa.concat_tables(indexes).combine_chunks() if indexes else None
         schemas = [pq.read_schema(p) for p in dataset_paths]
         schema = pa.unify_schemas(schemas, promote_options="default") if schemas else S.DATASET
-        manifest = _finish(cfg, seed, total, out, final, dataset_paths, schema)
+        manifest = _finish(cfg, seed, total, out, final, dataset_paths, schema, index)
     manifest["elapsed_s"] = time.perf_counter() - t0
     return manifest
 
@@ -985,18 +1051,21 @@ def _finish(
     final: Path,
     dataset_paths: Sequence[str | os.PathLike[str]],
     schema: pa.Schema,
+    index: pa.Table | None = None,
 ) -> dict[str, Any]:
     """sizes.json, index, rejections, counts, manifest and card of the shards in ``out`` (their
-    paths as they will be under ``final``)."""
+    paths as they will be under ``final``).  ``index``: the index as a table (the chunks' index
+    files, concatenated, in :func:`assemble_shards`: no round trip through Python rows); by
+    default made from ``written.index_rows``."""
     split_names = sorted(cfg["splits"])
-    index_rows = written.index_rows
     for n in split_names:
         (out / n).mkdir(parents=True, exist_ok=True)
         write_json(out / n / "sizes.json", {sh["name"]: sh["count"] for sh in written.shards.get(n, [])})
-    write_table(index_rows, S.SHARD_INDEX, out / "index.parquet")
+    index = write_table(written.index_rows if index is None else index, S.SHARD_INDEX, out / "index.parquet")
     Rejections(STAGE, None, written.rejections).write(out / "rejections.parquet")
-    n_kept = len(index_rows)
-    n_split = Counter(r["split"] for r in index_rows)
+    splits, pmcids = index.column("split").to_pylist(), index.column("pmcid").to_pylist()
+    n_kept = index.num_rows
+    n_split = Counter(splits)
     extra: dict[str, Any] = {f"n_{n}": n_split.get(n, 0) for n in split_names}
     extra.update(
         {
@@ -1030,11 +1099,14 @@ def _finish(
             }
             for n in split_names
         },
-        "n_articles": {n: len({r["pmcid"] for r in index_rows if r["split"] == n}) for n in split_names},
+        "n_articles": {
+            n: len({p for s, p in zip(splits, pmcids, strict=True) if s == n}) for n in split_names
+        },
     }
     write_json(out / "manifest.json", manifest)
     title = f"pmcflow {final.parent.name if final.name == 'shards' else final.name}"  # results/<run>/shards
-    card = dataset_card(manifest, index_rows, sample_json_schema(schema), name=title)
+    card_rows = index.select(list(CARD_INDEX_COLUMNS)).to_pylist()
+    card = dataset_card(manifest, card_rows, sample_json_schema(schema), name=title)
     with atomic_open(out / "README.md", "w", encoding="utf-8") as fh:
         fh.write(card)
     return manifest

@@ -871,6 +871,32 @@ def test_atomic_tar_writer_joins_small_members_and_passes_large_ones_as_they_are
     assert size == len(out) and sha == hashlib.sha256(out).hexdigest()
 
 
+@pytest.mark.parametrize("mtime", [0, 1_700_000_000])
+def test_atomic_tar_writer_sample_headers_are_tarfiles_for_any_key(tmp_path: Path, mtime: int) -> None:
+    """add_sample puts a sample's headers together from its key and member names encoded once: the
+    bytes tarfile writes for non-ASCII keys, names of exactly 100 bytes, longer ones (GNU long
+    names, through tarfile) and a name repeated across samples, at any mtime."""
+    ext = ["png", "json", "txt", "caption.txt"]
+    keys = ["k0", "Caf\u00e9-\u00fc", "x" * (100 - len(".caption.txt")), "y" * 95, "z" * 130, "k0"]
+    samples = [
+        (key, [(e, bytes([i]) * (i * 97 + j)) for j, e in enumerate(ext)]) for i, key in enumerate(keys)
+    ]
+    ref = io.BytesIO()
+    with tarfile.open(fileobj=ref, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        for key, members in samples:
+            for e, data in members:
+                info = tarfile.TarInfo(f"{key}.{e}")
+                info.size, info.mtime, info.mode, info.uname, info.gname = len(data), mtime, 0o644, "", ""
+                tf.addfile(info, io.BytesIO(data))
+    w = SH.AtomicTarWriter(tmp_path / "t.tar", mtime)
+    for key, members in samples:
+        w.add_sample(key, members)
+    sha, size = w.commit()
+    out = (tmp_path / "t.tar").read_bytes()
+    assert out == ref.getvalue() and size == len(out) == SH.tar_file_size(w.members_bytes)
+    assert sha == hashlib.sha256(out).hexdigest()
+
+
 @pytest.mark.parametrize("stage", ["one pass", "chunk"])
 def test_a_failed_publish_fails_the_run_and_leaves_nothing(
     toy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
@@ -981,6 +1007,57 @@ def test_chunks_then_assemble_hold_the_same_samples_as_one_pass(toy: Path, tmp_p
         assert got == want, name
     with pytest.raises(SH.ShardConfigError, match="chunk name"):
         SH.shard_chunk(conf, 11, [paths[0]], tmp_path / "bad", chunk="a/b", base_dir=toy)
+
+
+def test_assemble_writes_the_chunks_index_as_their_rows_would_be(toy: Path, tmp_path: Path) -> None:
+    """assemble_shards concatenates the chunks' index tables (no round trip through Python rows):
+    the bytes writing their rows gives, the same article counts; a chunk index of another layout
+    (a column missing) goes through rows, the column null."""
+    conf = {"splits": SPLITS, "max_samples_per_shard": 5}
+    paths = _two_chunks(toy, tmp_path)
+    parts = [tmp_path / "parts" / f"c00000{i}" for i in range(2)]
+    for i, (path, part) in enumerate(zip(paths, parts, strict=True)):
+        SH.shard_chunk(conf, 11, [path], part, chunk=f"c00000{i}", base_dir=toy)
+    m = SH.assemble_shards(conf, 11, parts, paths, tmp_path / "a")
+    rows = [r for part in parts for r in pq.read_table(part / "index.parquet").to_pylist()]
+    write_table(rows, S.SHARD_INDEX, tmp_path / "rows.parquet")
+    assert (tmp_path / "a" / "index.parquet").read_bytes() == (tmp_path / "rows.parquet").read_bytes()
+    assert m["n_articles"] == {n: len({r["pmcid"] for r in rows if r["split"] == n}) for n in SPLITS}
+    n0 = pq.read_metadata(parts[0] / "index.parquet").num_rows
+    old = pq.read_table(parts[1] / "index.parquet").drop_columns(["modality"])
+    pq.write_table(old, parts[1] / "index.parquet")
+    SH.assemble_shards(conf, 11, parts, paths, tmp_path / "b")
+    got = pq.read_table(tmp_path / "b" / "index.parquet")
+    assert got.num_rows == len(rows) and got.column("modality").to_pylist()[n0:] == [None] * (len(rows) - n0)
+    assert got.drop_columns(["modality"]).to_pylist() == [
+        {k: v for k, v in r.items() if k != "modality"} for r in rows
+    ]
+
+
+def test_read_dataset_and_rows_are_what_read_table_and_to_pylist_give(toy: Path, tmp_path: Path) -> None:
+    """Parquet files are read through pq.ParquetFile (no pyarrow.dataset import), a folder through
+    pq.read_table; rows are converted column by column: the same tables and dicts either way."""
+    paths = _two_chunks(toy, tmp_path)
+    want = pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default")
+    assert SH.read_dataset(paths).equals(want)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for p in paths:
+        (folder / p.name).write_bytes(p.read_bytes())
+    assert SH._read_parquet(folder).num_rows == want.num_rows
+    with pytest.raises(FileNotFoundError, match="missing.parquet"):  # pq.read_table's error, as before
+        SH.read_dataset([tmp_path / "missing.parquet"])
+    table = pa.table(
+        {
+            "s": ["a", None, "c\u00e9"],
+            "i": [1, None, 3],
+            "l": [[1.5, 2.0], None, []],
+            "st": [{"x": 1, "y": "b"}, None, {"x": None, "y": None}],
+        }
+    )
+    order = [2, 0, 1]
+    assert list(SH._rows(table, order, batch=2)) == table.take(pa.array(order)).to_pylist()
+    assert list(SH._rows(want, list(range(want.num_rows)))) == want.to_pylist()
 
 
 def test_evaluation_reads_only_its_subset_of_a_split(toy: Path, tmp_path: Path) -> None:
