@@ -5,7 +5,7 @@ from pmcflow.workflow import params_config, start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
-from pmcflow.detect.stage import eval_sets_from_config, evaluate_stage  # noqa: E402
+from pmcflow.detect.eval_stage import eval_sets_from_config, evaluate_stage  # noqa: E402
 
 sm = snakemake  # noqa: F821
 cfg = params_config(sm.params, "detector", "seed")

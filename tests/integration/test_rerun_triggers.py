@@ -53,10 +53,11 @@ CASES: dict[str, set[str]] = {
     "decompose/stage.py": {"decompose_chunk"},
     "enrich/stage.py": {"enrich_subcaptions", "enrich_chunk"},
     "filter/stage.py": FILTER_RULES,
+    # training (evaluation imports its scoring); the evaluation stage is evaluation's alone, so
+    # editing how detectors are scored or merged by panel letter never retrains one
     "detect/stage.py": DETECTOR_RULES,
-    # merging by panel letter: decomposition and the detector's evaluation (detect/stage.py holds
-    # training and evaluation, so training's code reaches it too)
-    "decompose/lettermerge.py": {"decompose_chunk"} | DETECTOR_RULES,
+    "detect/eval_stage.py": {"evaluate_detector"},
+    "decompose/lettermerge.py": {"decompose_chunk", "evaluate_detector"},
     "synth/render.py": {"render_shard", "render_merge"},
     "synth/canvas.py": {"render_shard", "render_merge"},
     # the dataset report reads the encoder's training settings through encoders/train.py

@@ -222,6 +222,7 @@ def test_shipped_detector_numbers_are_what_it_does_on_the_real_figures() -> None
     demo/real-figures; its sha256 and score threshold are the shipped file's."""
     import hashlib
 
+    from pmcflow.decompose.lettermerge import letter_refiner
     from pmcflow.detect.default import SHIPPED_DIR, checkpoint_threshold, shipped_model
     from pmcflow.detect.stage import _score, section
 
@@ -237,7 +238,7 @@ def test_shipped_detector_numbers_are_what_it_does_on_the_real_figures() -> None
         (False, meta["real_figures_metrics"]["all"]),
         (True, meta["real_figures_metrics"]["letter_merged"]["all"]),
     ):
-        metrics, errors = _score(section({"detector": {"letter_merge": merge}}), detector, gt, str(root))
+        metrics, errors = _score(section({}), detector, gt, str(root), letter_refiner() if merge else None)
         assert errors == 0 and recorded["n_boxes"] == len(gt["annotations"])
         assert metrics["f1"] == pytest.approx(recorded["f1"], abs=0.01), merge
         assert metrics["at_fixed"]["f1"] == pytest.approx(recorded["f1_at_0.2"], abs=0.01), merge
