@@ -3,7 +3,7 @@
 Per detector backend available (``xycut`` always; the package's shipped detector when there is one;
 more with ``--checkpoint BACKEND=PATH``):
 
-* **throughput**: :func:`pmcflow.decompose.decompose_chunk` over every figure graphic of the demo
+* **throughput**: :func:`pmcflow.decompose.stage.decompose_chunk` over every figure graphic of the demo
   corpus (the FIGURES tables of a demo run, ``results/demo/parse/*/figures.parquet``), with the
   label reader on and off: graphics/s in CPU time (``time.process_time``, what one core does) and
   wall time (the machine is shared);
@@ -44,8 +44,8 @@ sys.path.insert(0, str(REPO / "src"))
 
 from pmcflow import schema as S  # noqa: E402
 from pmcflow import tables as T  # noqa: E402
-from pmcflow.decompose import decompose_chunk  # noqa: E402
 from pmcflow.decompose.evaluate import evaluate_decomposition, load_demo  # noqa: E402
+from pmcflow.decompose.stage import decompose_chunk  # noqa: E402
 from pmcflow.detect.default import shipped_model  # noqa: E402
 
 

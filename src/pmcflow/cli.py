@@ -42,7 +42,7 @@ register("train-detector", "pmcflow.detect.cli", "train", "Train a subfigure det
 register("detect", "pmcflow.detect.cli", "detect", "Detect subfigures; write COCO results json.")
 register("eval-boxes", "pmcflow.detect.cli", "eval_boxes", "COCO mAP and F1@0.5 of predictions against ground truth.")
 register("outputs", "pmcflow.outputs", "cli", "Show where a run's outputs are and what each stage kept/rejected.")
-register("decompose", "pmcflow.decompose", "cli", "Decompose figure images into subfigures (boxes, crops, panel letters).")
+register("decompose", "pmcflow.decompose.cli", "cli", "Decompose figure images into subfigures (boxes, crops, panel letters).")
 register("subcaption-chunk", "pmcflow.enrich.stage", "cli_subcaption", "The subcaption step of one chunk (its own GPU job in the workflow).")
 register("enrich-chunk", "pmcflow.enrich.stage", "cli", "Enrich one chunk's subfigures with subcaptions and summaries.")
 register("shard", "pmcflow.shard", "cli", "Write WebDataset shards, Parquet index, sizes.json and manifest.")

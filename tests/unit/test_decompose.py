@@ -13,10 +13,10 @@ from PIL import Image
 
 from pmcflow import schema as S
 from pmcflow import tables as T
-from pmcflow.decompose import cli, decompose_chunk
 from pmcflow.decompose import stage as stage_mod
+from pmcflow.decompose.cli import cli
 from pmcflow.decompose.order import assign_labels, reading_order
-from pmcflow.decompose.stage import clip_boxes, is_single_panel, plan_subfigures, settings
+from pmcflow.decompose.stage import clip_boxes, decompose_chunk, is_single_panel, plan_subfigures, settings
 from pmcflow.detect.base import Box
 from pmcflow.detect.evaluate import iou_matrix
 from pmcflow.seeding import rng_for

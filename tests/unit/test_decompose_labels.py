@@ -12,7 +12,6 @@ pytest.importorskip("torch")
 
 from pmcflow import schema as S  # noqa: E402
 from pmcflow import tables as T  # noqa: E402
-from pmcflow.decompose import decompose_chunk  # noqa: E402
 from pmcflow.decompose.labelreader import (  # noqa: E402
     CLASSES,
     META,
@@ -23,6 +22,7 @@ from pmcflow.decompose.labelreader import (  # noqa: E402
     glyph_candidates,
     zone_owner,
 )
+from pmcflow.decompose.stage import decompose_chunk  # noqa: E402
 from pmcflow.decompose.train_labelreader import char_boxes  # noqa: E402
 from pmcflow.detect.evaluate import iou_matrix  # noqa: E402
 from pmcflow.seeding import rng_for  # noqa: E402
