@@ -41,9 +41,9 @@ def test_fragments_join_their_lettered_panel_and_never_swallow_another() -> None
 def test_a_box_that_would_cover_another_panel_stays_and_no_letters_change_nothing() -> None:
     boxes = [Box(0, 0, 40, 40), Box(100, 0, 40, 40), Box(45, 0, 50, 40, 0.4)]  # A, B, and between
     # joining the middle box to A would cover half of... nothing; to B neither: it joins A (less growth)
-    assert len(merge_by_letters(boxes, {0: "a", 1: "b"})) == 2
+    assert len(merge_by_letters(boxes, {0: "a", 1: "b"}, 0.1)) == 2
     # a middle box under both panels: any union covers the other panel, so it stays
     under = [Box(0, 0, 40, 40), Box(100, 0, 40, 40), Box(0, 50, 140, 30)]
-    assert merge_by_letters(under, {0: "a", 1: "b"}) == under
-    assert merge_by_letters(boxes, {}) == boxes
-    assert merge_by_letters(boxes, {0: "a"}) == boxes
+    assert merge_by_letters(under, {0: "a", 1: "b"}, 0.1) == under
+    assert merge_by_letters(boxes, {}, 0.1) == boxes
+    assert merge_by_letters(boxes, {0: "a"}, 0.1) == boxes

@@ -75,12 +75,12 @@ def _intersection(a: Sequence[float], b: Sequence[float]) -> float:
     return max(0.0, w) * max(0.0, h)
 
 
-def merge_by_letters(boxes: Sequence[Box], letters: Mapping[int, str], max_overlap: float = 0.1) -> list[Box]:
+def merge_by_letters(boxes: Sequence[Box], letters: Mapping[int, str], max_overlap: float) -> list[Box]:
     """``boxes`` with every unlettered box merged into a lettered one where it fits (module doc).
 
     ``letters`` is :func:`letter_boxes`'s result.  A merged box is the union of its parts and keeps
     the highest score among them; the boxes come back in their original order (a merged box where
-    its lettered box was).
+    its lettered box was).  ``max_overlap``: ``decompose.letter_merge_overlap``.
     """
     if len(letters) < 2:
         return list(boxes)
@@ -111,7 +111,7 @@ def merge_by_letters(boxes: Sequence[Box], letters: Mapping[int, str], max_overl
 
 
 def merge_with_reader(
-    reader: Any, image: Any, boxes: Sequence[Box], wanted: Sequence[str] | None = None, max_overlap: float = 0.1
+    reader: Any, image: Any, boxes: Sequence[Box], wanted: Sequence[str] | None, max_overlap: float
 ) -> list[Box]:
     """Read the letters of ``boxes`` on ``image`` with ``reader`` and merge by them."""
     if len(boxes) < 2:
@@ -120,12 +120,17 @@ def merge_with_reader(
     return merge_by_letters(boxes, letter_boxes(read, wanted), max_overlap)
 
 
-def letter_refiner(min_prob: float = 0.9, max_overlap: float = 0.1) -> Any:
+def letter_refiner(decompose: Mapping[str, Any] | None = None) -> Any:
     """``refine`` for :func:`pmcflow.detect.base.run_detection`: merge by the letters the shipped
-    label reader finds (no caption: the run from ``a``).  Raises when no reader ships."""
+    label reader finds (no caption: the run from ``a``), with the reader's ``label_min_prob`` and the
+    ``letter_merge_overlap`` of ``decompose`` (that section; the schema's defaults where unset).
+    Raises when no reader ships."""
+    from pmcflow.config import subsection
     from pmcflow.decompose.labelreader import LabelReader
 
-    reader = LabelReader.shipped(min_prob=min_prob)
+    dcfg = subsection(decompose, "decompose")
+    max_overlap = float(dcfg["letter_merge_overlap"])
+    reader = LabelReader.shipped(min_prob=float(dcfg["label_min_prob"]))
     if reader is None:
         raise RuntimeError("letter merging needs the shipped label reader (pmcflow/data/labelreader)")
     return lambda image, boxes: merge_with_reader(reader, image, boxes, None, max_overlap)
