@@ -24,4 +24,5 @@ render(
     split=sm.wildcards.split,
     elements=cfg["elements"],
     canvas=cfg["canvas"],
+    modality_weights=cfg["modality_weights"],
 )

@@ -252,3 +252,36 @@ def test_mixed_figures_keep_cropping_photos(chart_pool):
             else:
                 assert p.content is not None
     assert cropped > 0
+
+
+def test_schematic_kinds_are_text_and_lines_on_white(canvases, monkeypatch):
+    """diagram and network panels (pmcflow.synth.diagrams): mostly white, with dark text and every
+    diagram layout drawn by some variant; their graphs are one component."""
+    from pmcflow.synth import diagrams as D
+
+    for kind in ("diagram", "network"):
+        for k in range(C.variants(kind)):
+            a = _crop(canvases, kind, k)
+            white = (a >= C.BG_THRESHOLD).all(axis=2).mean()
+            assert 0.2 < white < 0.98 and _ink(a).sum() > 200, (kind, k, white)  # boxes may be filled
+    layouts: set[str] = set()
+    for name in ("_row", "_column", "_tree", "_cycle", "_cascade"):
+        draw = getattr(D, name)
+        monkeypatch.setattr(D, name, lambda *a, _d=draw, _n=name: (layouts.add(_n[1:]), _d(*a))[1])
+    for k in range(C.variants("diagram")):
+        C.render_canvas("diagram", k)
+    monkeypatch.undo()
+    assert layouts == {"row", "column", "tree", "cycle", "cascade"}
+    rng = np.random.default_rng(0)
+    adj = np.zeros((9, 9), bool)
+    adj[0, 1] = adj[1, 0] = adj[3, 4] = adj[4, 3] = True  # three islands and isolated nodes
+    D._connect(adj, rng)
+    seen, stack = {0}, [0]
+    while stack:
+        for j in np.flatnonzero(adj[stack.pop()]):
+            if int(j) not in seen:
+                seen.add(int(j))
+                stack.append(int(j))
+    assert seen == set(range(9))
+    p1 = D._spring(adj, np.random.default_rng(3))
+    assert np.array_equal(p1, D._spring(adj, np.random.default_rng(3))) and p1.min() >= 0 and p1.max() <= 1

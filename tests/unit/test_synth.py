@@ -434,3 +434,55 @@ def test_panel_counts_follow_real_figures_unless_asked_for_grids() -> None:
     assert grids.mean() > 7.5
     # a forced count still wins (the demo corpus: one panel per caption letter)
     assert len(sample_layout(rng, 640, 480, n_panels=7).slots) == 7
+
+
+# ---------------------------------------------------------------------------------- modality weights
+
+
+def _figure_modalities(pool, weights, n=120):
+    from collections import Counter
+
+    params = FigureParams(modality_weights=tuple(weights.items()))
+    specs = [sample_figure(rng_for(5, "weights", i), pool, 256, 256, params=params)[0] for i in range(n)]
+    return Counter(s.figure_modality for s in specs), Counter(p.modality for s in specs for p in s.panels)
+
+
+def test_modality_weights_shift_the_figure_mix(pool):
+    """synth.modality_weights: unlisted weigh 1; all ones is the uniform draw, to the byte."""
+    mods = sorted(pool.modalities)
+    uniform, _ = _figure_modalities(pool, {})
+    assert _figure_modalities(pool, dict.fromkeys(mods, 1.0))[0] == uniform  # same stream as no weights
+    assert max(uniform.values()) < 0.45 * 120  # the uniform draw spreads over the modalities
+    figs, panels = _figure_modalities(pool, {"plot": 6.0})
+    assert figs["plot"] > 2 * uniform["plot"] and figs["plot"] > 0.4 * 120
+    only, only_panels = _figure_modalities(pool, {**dict.fromkeys(mods, 0.0), "plot": 1.0, "mixed": 0.0})
+    assert set(only) == {"plot"} and set(only_panels) == {"plot"}
+    # mixed figures draw their panels with the same weights ("mixed" itself left out)
+    _, mixed_panels = _figure_modalities(pool, {**dict.fromkeys(mods, 0.0), "mixed": 1.0, "plot": 1.0, "radiology": 1.0})
+    assert set(mixed_panels) == {"plot", "radiology"}
+
+
+@pytest.mark.parametrize(
+    "weights, message",
+    [({"plots": 2.0}, "not a modality"), ({"plot": -1.0}, ">= 0"), ({"plot": 0.0, "radiology": 0.0}, "weighs 0")],
+)
+def test_modality_weights_are_checked_against_the_pool(pool, weights, message):
+    small = type(pool)({m: pool.refs[m] for m in ("plot", "radiology")}, max_side=256)
+    with pytest.raises(ValueError, match=message):
+        sample_figure(rng_for(1, "w", 0), small, 256, 256, params=FigureParams(modality_weights=tuple(weights.items())))
+
+
+def test_modality_weights_are_recorded_and_kept_apart_in_merges(tmp_path):
+    from pmcflow.config import ConfigError
+    from pmcflow.synth.render import cli
+
+    base = ["--n", "4", "--seed", "3", "--size", "128x96", "--num-shards", "2"]
+    assert cli([*base, "--shard", "0", "--out", str(tmp_path / "a"), "--modality-weight", "plot=5"]) == 0
+    assert cli([*base, "--shard", "1", "--out", str(tmp_path / "b")]) == 0
+    info = json.loads((tmp_path / "a/annotations.json").read_text())["info"]
+    assert info["modality_weights"] == {"plot": 5.0}
+    assert "modality_weights" not in json.loads((tmp_path / "b/annotations.json").read_text())["info"]
+    with pytest.raises(ValueError, match="different settings"):
+        merge_shards([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
+    with pytest.raises(ConfigError, match="modality_weights"):
+        cli([*base, "--out", str(tmp_path / "c"), "--modality-weight", "plot=-2"])

@@ -33,6 +33,9 @@ Kinds (:data:`CHART_KINDS`):
                  letter (conditions as column headers, channels or methods as row labels, text
                  inside the images, zoom boxes with insets, arrows, a scale bar), the panel real
                  detectors most often split into one box per image
+``diagram``      a workflow, study-design (CONSORT-like) or signalling schematic: text boxes and
+                 arrows (:mod:`pmcflow.synth.diagrams`)
+``network``      a node-link graph of genes, proteins or taxa (:mod:`pmcflow.synth.diagrams`)
 ================ ==============================================================================
 
 Every image is cropped to its drawn content plus a small white margin, so axis titles, tick
@@ -73,12 +76,16 @@ CHART_KINDS: tuple[str, ...] = (
     "blot_quant",
     "image_graph",
     "image_grid",
+    "diagram",
+    "network",
 )
 MULTIPART_KINDS: frozenset[str] = frozenset({"blot_quant", "image_graph", "image_grid"})
 VARIANTS = 8  # variants per kind registered in the builtin pool (chart:<kind>:<k>, k < variants(kind))
 # kinds registered with more variants: image grids are a common panel of real compound figures
 # (one letter over many micrographs), so they get a larger share of the plot-like panels
-KIND_VARIANTS: dict[str, int] = {"image_grid": 48}
+# schematics (workflows, study designs, pathways) are common in real figures and vary more in
+# shape than one chart kind, so they get twice the share of one kind
+KIND_VARIANTS: dict[str, int] = {"image_grid": 48, "diagram": 16}
 BG_THRESHOLD = 250  # a pixel with a channel below this is content (the canvas is pure white)
 
 ORIGINS: dict[str, str] = {
@@ -95,6 +102,8 @@ ORIGINS: dict[str, str] = {
     "blot_quant": "simulated bands and their quantification",
     "image_graph": "micrograph crops (scikit-image cell.png, ihc.png; NCI micrographs) and real values",
     "image_grid": "micrograph crops (scikit-image cell.png, ihc.png; NCI micrographs)",
+    "diagram": "simulated schematic (step, cohort and pathway names)",
+    "network": "simulated graph (gene and taxon names)",
 }
 
 
@@ -2232,7 +2241,7 @@ _SIZES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {  # (width
 }
 
 
-def _draw(kind: str, fig: Any, rng: np.random.Generator, style: Style, dd: Mapping[str, Path]) -> None:
+def _draw(kind: str, fig: Any, rng: np.random.Generator, style: Style, dd: Mapping[str, Path], k: int) -> None:
     table: dict[str, Callable[[], None]] = {
         "bar": lambda: _bar(fig, rng, style, dd),
         "line": lambda: _line(fig, rng, style, dd),
@@ -2247,8 +2256,16 @@ def _draw(kind: str, fig: Any, rng: np.random.Generator, style: Style, dd: Mappi
         "blot_quant": lambda: _blot_quant(fig, rng, style),
         "image_graph": lambda: _image_graph(fig, rng, style, dd),
         "image_grid": lambda: _image_grid(fig, rng, style),
+        "diagram": lambda: _diagrams().diagram(fig, rng, style, k),
+        "network": lambda: _diagrams().network(fig, rng, style),
     }
     table[kind]()
+
+
+def _diagrams() -> Any:
+    from pmcflow.synth import diagrams  # imports this module: loaded on first use
+
+    return diagrams
 
 
 @contextlib.contextmanager
@@ -2277,7 +2294,7 @@ def render_canvas(kind: str, k: int, data_dirs: Mapping[str, Path] | None = None
     with matplotlib.rc_context(style.rc()), _quiet_font_fallbacks():
         (w0, w1), (h0, h1) = _SIZES.get(kind, ((3.0, 3.0), (3.0, 3.0)))
         fig = _figure(style, float(rng.uniform(w0, w1)), float(rng.uniform(h0, h1)))
-        _draw(kind, fig, rng, style, dd)
+        _draw(kind, fig, rng, style, dd, k)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "not compatible with tight_layout": fixed below
             if kind in _SIZES:

@@ -173,6 +173,9 @@ class FigureParams:
     # the canvas per figure (pmcflow.synth.canvas); None or mode "fixed": the width x height given.
     # The render stage fills it from the config schema (``CanvasParams.from_config``).
     canvas: CanvasParams | None = None
+    # relative weight per figure modality (a pool modality or "mixed"; unlisted: 1); () = uniform,
+    # as the Open-PMC-18M generator. The render stage fills it from ``synth.modality_weights``.
+    modality_weights: tuple[tuple[str, float], ...] = ()
 
 
 def _choice(rng: np.random.Generator, items: Sequence[Any]) -> Any:
@@ -290,7 +293,14 @@ def sample_figure(
         crng = kids[1]
         structure = choose_structure(crng, params.layout, n_panels)
         width, height, canvas_rec = sample_canvas(crng, params.canvas, width, height, *structure)
-    fig_modality = modality or _choice(rng, [*modalities, MIXED] if len(modalities) > 1 else modalities)
+    options = [*modalities, MIXED] if len(modalities) > 1 else list(modalities)
+    weights = _modality_weights(params.modality_weights, modalities)
+    if modality:
+        fig_modality = modality
+    elif weights is None:
+        fig_modality = _choice(rng, options)
+    else:
+        fig_modality = _choice_weighted(rng, [(m, weights.get(m, 1.0)) for m in options])
     bg = _choice_weighted(rng, params.backgrounds)
     if fig_modality in PLOT_LIKE_MODALITIES:
         bg = (255, 255, 255)  # chart figures are printed on white
@@ -335,7 +345,12 @@ def sample_figure(
     images: list[Image.Image] = []
     used: set[str] = set()
     for k, slot in enumerate(layout.slots):
-        m = _choice(rng, modalities) if fig_modality == MIXED else fig_modality
+        if fig_modality != MIXED:
+            m = fig_modality
+        elif weights is None:
+            m = _choice(rng, modalities)
+        else:
+            m = _choice_weighted(rng, [(x, weights.get(x, 1.0)) for x in modalities])
         ref, src = pool.pick(m, rng)
         if m in PLOT_LIKE_MODALITIES:  # a chart is shown whole: never twice in one figure
             for _ in range(3):
@@ -628,6 +643,21 @@ def _label_spec(
     if color is None:
         label.color = (-1, -1, -1)  # auto
     return label
+
+
+def _modality_weights(given: Sequence[tuple[str, float]], modalities: Sequence[str]) -> dict[str, float] | None:
+    """``synth.modality_weights`` checked against the pool: None when every weight is 1 (uniform)."""
+    weights = {str(m): float(w) for m, w in given}
+    unknown = sorted(set(weights) - {*modalities, MIXED})
+    if unknown:
+        raise ValueError(
+            f"synth.modality_weights: {unknown} not a modality of the sources ({', '.join(modalities)}) or {MIXED!r}"
+        )
+    if any(w < 0 for w in weights.values()):
+        raise ValueError(f"synth.modality_weights: weights must be >= 0, got {weights}")
+    if not any(weights.get(m, 1.0) > 0 for m in modalities):
+        raise ValueError(f"synth.modality_weights: every modality of the sources weighs 0 ({weights})")
+    return None if all(w == 1.0 for w in weights.values()) else weights
 
 
 def _choice_weighted(rng: np.random.Generator, items: Sequence[tuple[Any, float]]) -> Any:

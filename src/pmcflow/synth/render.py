@@ -59,7 +59,7 @@ from PIL import Image
 
 from pmcflow import __version__
 from pmcflow import tables as T
-from pmcflow.config import parse_sets
+from pmcflow.config import parse_sets, subsection
 from pmcflow.progress import progress
 from pmcflow.seeding import rng_for
 from pmcflow.synth.canvas import CanvasParams
@@ -364,6 +364,7 @@ def render(
     split: str | None = None,
     elements: ElementParams | Mapping[str, Any] | None = None,
     canvas: CanvasParams | Mapping[str, Any] | None = None,
+    modality_weights: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Render figures ``start .. start+n-1`` (or one shard of them) into ``out_dir``.
 
@@ -375,7 +376,8 @@ def render(
     schema's defaults; None = the defaults; :meth:`ElementParams.off` = none); they replace
     ``params.elements``.  ``canvas``: the ``synth.canvas`` settings, likewise (None = the defaults,
     canvases that grow with their panels around ``size``; :meth:`CanvasParams.fixed` = every
-    figure ``size``); they replace ``params.canvas``.
+    figure ``size``); they replace ``params.canvas``.  ``modality_weights``: the
+    ``synth.modality_weights`` (None or empty = every figure modality equally likely).
     """
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
@@ -383,6 +385,8 @@ def render(
     params = replace(
         params or FigureParams(), elements=element_params(elements), canvas=canvas_params(canvas)
     )
+    if modality_weights:
+        params = replace(params, modality_weights=tuple(sorted((str(m), float(w)) for m, w in modality_weights.items())))
     # sources are cached at the longest side a canvas can have (a bad sources file fails before any output)
     pool = make_pool(sources, max_side=source_side(width, height, params.canvas), split=split)
     licenses, datasets, license_of = provenance(pool)
@@ -434,6 +438,8 @@ def render(
             "size": [width, height],
             "elements": params.elements.to_dict() if params.elements is not None else None,
             "canvas": params.canvas.to_dict() if params.canvas is not None else None,
+            # only when set: renders without it keep their bytes (and merge with each other)
+            **({"modality_weights": dict(params.modality_weights)} if params.modality_weights else {}),
         },
         "licenses": licenses,
         "categories": CATEGORIES,
@@ -591,6 +597,13 @@ def cli(argv: Sequence[str] | None = None) -> int:
         help="a synth.canvas setting (e.g. mode=fixed, max_side=2); repeatable; the rest: schema defaults",
     )
     ap.add_argument(
+        "--modality-weight",
+        action="append",
+        default=[],
+        metavar="MODALITY=WEIGHT",
+        help="a synth.modality_weights entry (e.g. plot=3, mixed=0.5); repeatable; the rest weigh 1",
+    )
+    ap.add_argument(
         "--validate-sources", action="store_true", help="decode every source first and list all bad ones"
     )
     ap.add_argument(
@@ -624,6 +637,9 @@ def cli(argv: Sequence[str] | None = None) -> int:
         split=args.split,
         elements=element_params(elements),
         canvas=canvas_params(canvas),
+        modality_weights=subsection(
+            {"modality_weights": parse_sets(args.modality_weight, "--modality-weight")}, "synth"
+        )["modality_weights"],
     )
     rate = counts["kept"] / counts["seconds"] if counts["seconds"] else float("nan")
     print(
