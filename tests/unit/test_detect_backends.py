@@ -217,9 +217,13 @@ def test_shipped_default_detector_finds_panels(tiny_sets: tuple[Path, Path]) -> 
     assert sum(len(p) for p in preds) > 0
 
 
-def test_shipped_detector_numbers_are_what_it_does_on_the_real_figures() -> None:
+@pytest.mark.parametrize(
+    "folder, key", [("real-figures", "real_figures_metrics"), ("real-figures-test", "real_figures_test_metrics")]
+)
+def test_shipped_detector_numbers_are_what_it_does_on_the_real_figures(folder: str, key: str) -> None:
     """detector.json's real-figure metrics (README, model card) are re-measured here on
-    demo/real-figures; its sha256 and score threshold are the shipped file's."""
+    demo/real-figures (development) and demo/real-figures-test (held out), all figures and the
+    compound ones; its sha256 and score threshold are the shipped file's."""
     import hashlib
 
     from pmcflow.decompose.lettermerge import letter_refiner
@@ -230,17 +234,25 @@ def test_shipped_detector_numbers_are_what_it_does_on_the_real_figures() -> None
     meta = json.loads((SHIPPED_DIR / "detector.json").read_text())
     assert hashlib.sha256(ckpt.read_bytes()).hexdigest() == meta["sha256"]
     assert checkpoint_threshold(backend, None) == meta["score_threshold"]
-    root = Path(__file__).resolve().parents[2] / "demo" / "real-figures"
+    root = Path(__file__).resolve().parents[2] / "demo" / folder
     gt = json.loads((root / "annotations.json").read_text())
+    compound = {im["id"] for im in gt["images"] if im["compound"]}
+    sets = {
+        "all": gt,
+        "compound": {
+            **gt,
+            "images": [im for im in gt["images"] if im["id"] in compound],
+            "annotations": [a for a in gt["annotations"] if a["image_id"] in compound],
+        },
+    }
     detector = get_detector(backend, checkpoint=ckpt, device="cpu")
     # the detector's own boxes, then with the boxes split off a lettered panel merged (the default)
-    for merge, recorded in (
-        (False, meta["real_figures_metrics"]["all"]),
-        (True, meta["real_figures_metrics"]["letter_merged"]["all"]),
-    ):
-        metrics, errors = _score(section({}), detector, gt, str(root), letter_refiner() if merge else None)
-        assert errors == 0 and recorded["n_boxes"] == len(gt["annotations"])
-        assert metrics["f1"] == pytest.approx(recorded["f1"], abs=0.01), merge
-        assert metrics["at_fixed"]["f1"] == pytest.approx(recorded["f1_at_0.2"], abs=0.01), merge
-        assert metrics["map50"] == pytest.approx(recorded["map50"], abs=0.01), merge
+    for merge, recorded in ((False, meta[key]), (True, meta[key]["letter_merged"])):
+        for part, g in sets.items():
+            metrics, errors = _score(section({}), detector, g, str(root), letter_refiner() if merge else None)
+            rec = recorded[part]
+            assert errors == 0 and rec["n_boxes"] == len(g["annotations"]) and rec["n_images"] == len(g["images"])
+            assert metrics["f1"] == pytest.approx(rec["f1"], abs=0.01), (merge, part)
+            assert metrics["at_fixed"]["f1"] == pytest.approx(rec["f1_at_0.2"], abs=0.01), (merge, part)
+            assert metrics["map50"] == pytest.approx(rec["map50"], abs=0.01), (merge, part)
     assert section({})["letter_merge"] is True

@@ -141,17 +141,20 @@ def test_registry_training_never_uses_render_sources(tiny_modality: Path) -> Non
 REAL_FIGURES = Path(__file__).resolve().parents[2] / "demo" / "real-figures"
 
 
-def test_shipped_classifier_numbers_are_what_it_does_on_real_panels() -> None:
-    """metrics.json's `real_panels` (README, model card) is re-measured here: the shipped classifier
-    on the hand-labelled panels of demo/real-figures (modality.json)."""
+@pytest.mark.parametrize("folder, key", [("real-figures", "real_panels"), ("real-figures-test", "real_panels_test")])
+def test_shipped_classifier_numbers_are_what_it_does_on_real_panels(folder: str, key: str) -> None:
+    """metrics.json's `real_panels` and `real_panels_test` (README, model card) are re-measured
+    here: the shipped classifier on the hand-labelled panels (modality.json) of demo/real-figures
+    and of the held-out demo/real-figures-test."""
     from pmcflow.filter.checks import FilterSettings
     from pmcflow.filter.modality import SHIPPED_DIR, TimmBackend, evaluate_on_panels
 
-    recorded = json.loads((SHIPPED_DIR / "metrics.json").read_text())["real_panels"]
+    root = REAL_FIGURES.parent / folder
+    recorded = json.loads((SHIPPED_DIR / "metrics.json").read_text())[key]
     settings = FilterSettings.from_config({})
-    res = evaluate_on_panels(TimmBackend(load_modality_model(None)), REAL_FIGURES, settings=settings)
-    labels = json.loads((REAL_FIGURES / "modality.json").read_text())["labels"]
-    assert res["n"] == len(labels) == len(json.loads((REAL_FIGURES / "annotations.json").read_text())["annotations"])
+    res = evaluate_on_panels(TimmBackend(load_modality_model(None)), root, settings=settings)
+    labels = json.loads((root / "modality.json").read_text())["labels"]
+    assert res["n"] == len(labels) == len(json.loads((root / "annotations.json").read_text())["annotations"])
     assert res["counts"] == recorded["counts"]
     for key in ("accuracy", "macro_accuracy", "majority_baseline"):
         assert res[key] == pytest.approx(recorded[key], abs=0.01), key
