@@ -15,8 +15,8 @@ In one process and one run (pinned to one CPU), on the *same* source pool, it ti
   out over a ``multiprocessing.Pool``; running it in-process keeps CPU time comparable.
 
 The realistic pool is >= 2,000 distinct JPEG files (``--per-base`` variants of each image of
-:func:`pmcflow.synth.sources.builtin_pool`: 34 images when the benchmark was written, 178 since the
-charts and image grids were added, so 10,680 files at the default 60), built deterministically
+:func:`pmcflow.synth.sources.builtin_pool`: 34 images when the benchmark was written, 178 once the
+charts and image grids were added, 202 with the schematic panels, so 12,120 files at the default 60), built deterministically
 offline from the builtin images (scikit-image, pydicom, nibabel, matplotlib samples, the NCI
 micrographs and plots rendered from real data): random crops, resizes to a 240-720 px long side,
 flips/rotations and JPEG quality 70-95, one directory per modality.  Both generators draw a
@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         help="pmcflow's base canvas (default: synth.size of the config schema; canvases grow around it)",
     )
     ap.add_argument(
-        "--per-base", type=int, default=60, help="JPEG variants per builtin image (178 x 60 = 10,680 files)"
+        "--per-base", type=int, default=60, help="JPEG variants per builtin image (202 x 60 = 12,120 files)"
     )
     ap.add_argument(
         "--peer", type=Path, help=f"checkout of {PEER_REPO} (or the path of {Path(PEER_SCRIPT).name})"
