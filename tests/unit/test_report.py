@@ -728,3 +728,35 @@ def test_notebook_cell_ids_are_unique():
         assert None not in ids, nb_path.name
         dup = [i for i, n in Counter(ids).items() if n > 1]
         assert dup == [], (nb_path.name, dup)
+
+
+def test_fallback_reasons_are_ordered_by_count_then_name_whatever_the_row_order() -> None:
+    """Tied reason counts used to follow polars' group order, which varies between processes (the
+    dataset report then differed between two demo runs); ties now go by name."""
+    import polars as pl
+
+    from pmcflow.report.sections import fallback_rate
+
+    rows = [
+        ("f1", "fallback-full", "no_panel_label"),
+        ("f1", "fallback-full", "no_labels"),
+        ("f2", "fallback-full", "no_labels"),
+        ("f2", "fallback-full", "no_panel_label"),
+        ("f2", "rules", None),
+        ("f3", "fallback-full", "mention"),
+        ("f3", "fallback-full", "mention"),
+        ("f3", "fallback-full", "mention"),
+    ]
+    for order in (rows, rows[::-1], rows[2:] + rows[:2]):
+        df = pl.DataFrame(
+            {
+                "figure_uid": [r[0] for r in order],
+                "graphic_index": [0] * len(order),
+                "is_single_panel": [False] * len(order),
+                "subcaption_source": [r[1] for r in order],
+                "subcaption_reason": [r[2] for r in order],
+            }
+        )
+        fb = fallback_rate(df)
+        assert list(fb["reasons"].items()) == [("mention", 3), ("no_labels", 2), ("no_panel_label", 2)]
+        assert fb["fallback"] == 7 and fb["compound"] == 8

@@ -267,7 +267,7 @@ def composition(res: Results) -> list[Part]:
             table(
                 [
                     {"modality": k, "subfigures": v, "share %": 100.0 * v / max(1, ds.height)}
-                    for k, v in sorted(mod.items(), key=lambda kv: -kv[1])
+                    for k, v in sorted(mod.items(), key=lambda kv: (-kv[1], kv[0]))
                 ],
                 digits=1,
                 caption=f"Predicted modality of the kept subfigures (filter stage; classifier: {p_mod.model})",
@@ -619,7 +619,7 @@ def decompositions(res: Results, n: int = 6, seed: int = 0) -> list[Part]:
         table(
             [
                 {"label source": k, "subfigures": v}
-                for k, v in sorted(label_mix.items(), key=lambda kv: -kv[1])
+                for k, v in sorted(label_mix.items(), key=lambda kv: (-kv[1], kv[0]))
             ],
             caption="Where panel letters come from",
         ),
@@ -655,7 +655,7 @@ def subcaption_sources(res: Results) -> list[Part]:
     mix = (
         df.group_by(pl.col("subcaption_source").fill_null("none"), pl.col("subcaption_reason").fill_null("–"))
         .len()
-        .sort(["subcaption_source", "len"], descending=[False, True])
+        .sort(["subcaption_source", "len", "subcaption_reason"], descending=[False, True, False])
     )
     n = df.height
     rows = [
@@ -708,7 +708,7 @@ def fallback_rate(df: pl.DataFrame) -> dict[str, Any]:
         str(r): int(k)
         for r, k in fb.group_by(pl.col("subcaption_reason").fill_null("none"))
         .len()
-        .sort("len", descending=True)
+        .sort(["len", "subcaption_reason"], descending=[True, False])  # ties by name: group order varies
         .iter_rows()
     }
     rate = 100.0 * fb.height / compound.height if compound.height else 0.0
@@ -727,7 +727,7 @@ def summary_sources(res: Results) -> list[Part]:
     mix = (
         df.group_by(pl.col("summary_source").fill_null("none"), pl.col("summary_reason").fill_null("–"))
         .len()
-        .sort(["summary_source", "len"], descending=[False, True])
+        .sort(["summary_source", "len", "summary_reason"], descending=[False, True, False])
     )
     rows = [
         {"source": s, "reason": r, "subfigures": k, "share %": 100.0 * k / max(1, df.height)}
