@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO / "src"))
 from pmcflow import schema as S  # noqa: E402
 from pmcflow import tables as T  # noqa: E402
 from pmcflow.decompose.evaluate import evaluate_decomposition, load_demo  # noqa: E402
+from pmcflow.decompose.settings import DecomposeSettings  # noqa: E402
 from pmcflow.decompose.stage import decompose_chunk  # noqa: E402
 from pmcflow.detect.default import shipped_model  # noqa: E402
 
@@ -65,7 +66,7 @@ def throughput(cfg: dict[str, Any], figures: Path, tmp: Path, repeats: int) -> d
     best: dict[str, Any] | None = None
     for k in range(repeats):
         c0, w0 = time.process_time(), time.perf_counter()
-        rec = decompose_chunk(cfg, "bench", str(figures), str(tmp / f"out{k}"))
+        rec = decompose_chunk(DecomposeSettings.from_config(cfg), "bench", str(figures), str(tmp / f"out{k}"))
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         if best is None or cpu < best["cpu_s"]:
             best = {

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import requests
@@ -73,7 +74,7 @@ def run_plain_session(url: str, files: list[tuple[str, str, int]], out: Path) ->
 
 
 def run_client(url: str, files: list[tuple[str, str, int]], out: Path, rate: float | None) -> None:
-    settings = HttpSettings(rate_limit_per_s=rate, retries=3, timeout_s=30)
+    settings = replace(HttpSettings.from_section({}), rate_limit_per_s=rate, retries=3, timeout_s=30)
     with HttpClient(settings) as c:
         for key, md5, size in files:
             c.download(f"{url}/{key}", out / key, md5=md5, size=size)

@@ -605,7 +605,7 @@ def profile(pool: Path, out: Path, top: int) -> list[dict[str, Any]]:
     parsing, which the profiler slows most, would crowd the table): the functions with most own time."""
     os.sync()
     prof = cProfile.Profile(time.process_time)
-    # What shard_dataset does after resolve_config: read the table, write the samples, finish.
+    # What shard_dataset does after ShardSettings.from_section: read the table, write the samples, finish.
     names = ("read_dataset", "_write_samples", "_finish")
     real = {name: getattr(SH, name) for name in names}
 

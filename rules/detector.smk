@@ -33,7 +33,6 @@ rule evaluate_detector:
         eval=results_path(_LAYOUT.DETECTOR_EVAL),
     params:
         detector=config["detector"],
-        seed=config["seed"],
         code=code_version("scripts/evaluate_detector.py"),
     log:
         f"{LOGS}/detector/evaluate.log",

@@ -11,7 +11,6 @@ rule phash_chunk:
         results_path(_LAYOUT.PHASH),
     params:
         filter=config["filter"],
-        seed=config["seed"],
         code=code_version("scripts/phash_chunk.py"),
     log:
         f"{LOGS}/filter/phash-{{chunk}}.log",
@@ -60,7 +59,6 @@ rule filter_chunk:
         counts=results_path(_LAYOUT.chunk_counts("filter")),
     params:
         filter=config["filter"],
-        seed=config["seed"],
         code=code_version("scripts/filter_chunk.py"),
     log:
         f"{LOGS}/filter/{{chunk}}.log",

@@ -1,13 +1,14 @@
 """Rule acquire_chunk: download and verify one chunk's articles (pmcflow.pmc.stage)."""
-from pmcflow.workflow import params_config, start_rule_log
+from pmcflow.workflow import start_rule_log
 
 start_rule_log(snakemake, snakemake.log.log)  # noqa: F821 - injected by Snakemake
 
+from pmcflow.pmc.settings import PmcSettings  # noqa: E402
 from pmcflow.pmc.stage import acquire_chunk  # noqa: E402
 
 sm = snakemake  # noqa: F821
 acquire_chunk(
-    params_config(sm.params, "source", "select", "http"),
+    PmcSettings.from_sections(sm.params.source, sm.params.select, sm.params.http),
     sm.wildcards.chunk,
     sm.input.listing,
     sm.output,

@@ -1,15 +1,16 @@
 """Rule decompose_chunk: detector over figure graphics -> subfigures + crops (pmcflow.decompose)."""
 from pathlib import Path
 
-from pmcflow.workflow import params_config, start_rule_log
+from pmcflow.workflow import start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
+from pmcflow.decompose.settings import DecomposeSettings  # noqa: E402
 from pmcflow.decompose.stage import decompose_chunk  # noqa: E402
 
 sm = snakemake  # noqa: F821
 decompose_chunk(
-    params_config(sm.params, "decompose"),
+    DecomposeSettings.from_section(sm.params.decompose),
     sm.wildcards.chunk,
     sm.input.figures,
     sm.output,

@@ -7,11 +7,12 @@ from pmcflow.workflow import start_rule_log
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
 from pmcflow.encoders.evaluate import evaluate_encoder  # noqa: E402
+from pmcflow.encoders.settings import EvaluateSettings  # noqa: E402
 
 sm = snakemake  # noqa: F821
 baseline = sm.wildcards.get("baseline")
 evaluate_encoder(
-    dict(sm.params.evaluate),
+    EvaluateSettings.from_section(sm.params.evaluate),
     int(sm.params.seed),
     None if baseline else sm.input.encoder,
     sm.input.shards,

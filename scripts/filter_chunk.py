@@ -1,13 +1,14 @@
 """Rule filter_chunk: enriched rows -> dataset rows + rejections (pmcflow.filter)."""
-from pmcflow.workflow import params_config, start_rule_log
+from pmcflow.workflow import start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
+from pmcflow.filter.checks import FilterSettings  # noqa: E402
 from pmcflow.filter.stage import filter_chunk  # noqa: E402
 
 sm = snakemake  # noqa: F821
 filter_chunk(
-    params_config(sm.params, "filter", "seed"),
+    FilterSettings.from_section(sm.params.filter),
     sm.wildcards.chunk,
     sm.input.enriched,
     sm.output,

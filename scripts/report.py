@@ -3,10 +3,10 @@ from pmcflow.workflow import start_rule_log
 
 start_rule_log(snakemake)  # noqa: F821 - injected by Snakemake
 
-from pmcflow.report import render_report  # noqa: E402
+from pmcflow.report import ReportSettings, render_report  # noqa: E402
 
 sm = snakemake  # noqa: F821
-opts = dict(sm.params.report)
+opts = ReportSettings.from_section(sm.params.report)
 render_report(
     sm.params.name,
     {
@@ -14,9 +14,9 @@ render_report(
         "config": dict(sm.params.config),  # the config sections this report reads (rules/report.smk)
         "run_name": sm.params.run,
         "workdir": ".",
-        "n_examples": int(opts["n_examples"]),
-        "seed": int(opts["seed"]),
+        "n_examples": opts.n_examples,
+        "seed": opts.seed,
     },
     sm.output.html,
-    no_input=not opts["show_input"],
+    no_input=not opts.show_input,
 )

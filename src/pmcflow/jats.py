@@ -28,15 +28,15 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from lxml import etree
 
 from pmcflow import schema as S
-from pmcflow.config import section as config_section
 from pmcflow.errors import RejectionError
 from pmcflow.licenses import from_jats
 from pmcflow.progress import echo, progress
+from pmcflow.settings import Settings
 from pmcflow.tables import Outputs, Rejections, counts_record, file_md5, read_rows, stage_outputs, write_stage
 from pmcflow.textclean import clean_text, over_cap
 
@@ -1127,9 +1127,19 @@ def parse_file(
 # ======================================================================================
 # The chunk stage
 # ======================================================================================
-def _max_bytes(cfg: Mapping[str, Any]) -> int:
-    mb = float((cfg.get("parse") or {}).get("max_xml_mb", DEFAULT_MAX_BYTES / 2**20))
-    return int(mb * 2**20)
+@dataclass(frozen=True)
+class ParseSettings(Settings):
+    """``parse``, typed and frozen (defaults and ranges in config/schema/config.schema.yaml)."""
+
+    SECTION: ClassVar[tuple[str, ...]] = ("parse",)
+
+    max_xml_mb: float
+    max_mention_chars: int
+    verify_checksums: bool
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self.max_xml_mb * 2**20)
 
 
 def _merge_source(art: dict[str, Any], row: Mapping[str, Any]) -> None:
@@ -1171,7 +1181,7 @@ def _clean_row(row: dict[str, Any]) -> bool:
 
 
 def parse_chunk(
-    cfg: dict[str, Any], chunk: str, acquired_path: str, outputs: Outputs
+    settings: ParseSettings, chunk: str, acquired_path: str, outputs: Outputs
 ) -> dict[str, Any]:
     """Parse every acquired article of one chunk.
 
@@ -1180,7 +1190,7 @@ def parse_chunk(
     folder) and returns the counts record.
     """
     out = stage_outputs("parse_chunk", outputs)
-    max_bytes = _max_bytes(cfg)
+    max_bytes = settings.max_bytes
     rows = read_rows(acquired_path)
     rej = Rejections("parse", chunk)
     articles: list[dict[str, Any]] = []
@@ -1190,8 +1200,7 @@ def parse_chunk(
     stats = {"figures": 0, "mentions": 0, "mentions_with_panels": 0, "mentions_unlinked": 0,
              "graphics": 0, "graphics_unresolved": 0, "figure_ids_synthetic": 0, "pmcid_mismatch": 0,
              "text_normalised": 0, "mentions_over_cap": 0, "media_checksum_mismatch": 0}
-    pcfg = config_section(cfg, "parse")
-    max_mention, verify = int(pcfg["max_mention_chars"]), bool(pcfg["verify_checksums"])
+    max_mention, verify = settings.max_mention_chars, settings.verify_checksums
 
     for row in progress(rows, desc=f"parse {chunk}", unit="article"):
         uid = str(row["article_uid"])
@@ -1273,14 +1282,16 @@ def cli(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="pmcflow jats", description="Parse JATS files; print figures as JSON lines.")
     ap.add_argument("files", nargs="+", metavar="FILE")
     ap.add_argument("--media-dir", default=None, help="Directory holding the article's media files.")
-    ap.add_argument("--max-xml-mb", type=float, default=DEFAULT_MAX_BYTES / 2**20)
+    ap.add_argument("--max-xml-mb", type=float, help="size limit per XML file (default: parse.max_xml_mb's)")
     args = ap.parse_args(list(argv))
+    limits = {} if args.max_xml_mb is None else {"max_xml_mb": args.max_xml_mb}
+    max_bytes = ParseSettings.from_section(limits).max_bytes
     failed = 0
     # JSON lines go to stdout: a bar on stderr only when they do not share the terminal with it
     files = args.files if sys.stdout.isatty() else progress(args.files, desc="jats", unit="file", summary=False)
     for path in files:
         try:
-            parsed = parse_file(path, media_dir=args.media_dir, max_bytes=int(args.max_xml_mb * 2**20))
+            parsed = parse_file(path, media_dir=args.media_dir, max_bytes=max_bytes)
         except JatsError as exc:
             echo(f"pmcflow jats: {path}: {exc.reason}: {exc.detail}")
             failed += 1
@@ -1314,6 +1325,6 @@ def cli_parse_chunk(argv: Sequence[str]) -> int:
     ap.add_argument("--out", required=True, help="Output directory.")
     args = ap.parse_args(list(argv))
     cfg = config_from_args(args)
-    record = parse_chunk(cfg, args.chunk, args.acquired, args.out)
+    record = parse_chunk(ParseSettings.from_config(cfg), args.chunk, args.acquired, args.out)
     print(json.dumps(record, sort_keys=True))
     return 0

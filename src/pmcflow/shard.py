@@ -69,7 +69,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -77,10 +77,10 @@ from PIL import Image, ImageFile, UnidentifiedImageError
 
 from pmcflow import schema as S
 from pmcflow.config import ConfigError
-from pmcflow.config import section as config_section
 from pmcflow.datacard import CARD_INDEX_COLUMNS, dataset_card, sample_json_schema
 from pmcflow.errors import RejectionError
 from pmcflow.seeding import seed_digest, unit_uniform
+from pmcflow.settings import FrozenMap, Settings
 from pmcflow.tables import (
     Rejections,
     atomic_dir,
@@ -105,29 +105,47 @@ TAR_RECORD = 10240
 ImageFile.LOAD_TRUNCATED_IMAGES = False
 
 
-class ShardConfigError(ValueError):
+class ShardConfigError(ConfigError):
     """The ``shard`` config section is invalid."""
 
 
 # ----------------------------------------------------------------------------------------------
 # Configuration
 # ----------------------------------------------------------------------------------------------
-def resolve_config(cfg_shard: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``shard`` section with the schema's defaults, checked; returns a new dict.
+@dataclass(frozen=True)
+class ShardSettings(Settings):
+    """``shard``, typed and frozen. Types, enums, ranges and defaults come from
+    config/schema/config.schema.yaml; what the schema cannot say is checked here: the split
+    fractions sum to 1."""
 
-    Types, enums and ranges come from config/schema/config.schema.yaml (:func:`pmcflow.config.section`);
-    what the schema cannot say is checked here: the split fractions sum to 1.
-    """
-    try:
-        cfg = config_section({"shard": dict(cfg_shard or {})}, "shard")
-    except ConfigError as exc:
-        raise ShardConfigError(str(exc)) from None
-    cfg["text_fields"] = list(cfg["text_fields"])
-    splits = {str(k): float(v) for k, v in dict(cfg["splits"]).items()}
-    if not math.isclose(sum(splits.values()), 1.0, abs_tol=1e-6):
-        raise ShardConfigError(f"shard.splits: fractions must sum to 1: {splits}")
-    cfg["splits"] = splits
-    return cfg
+    SECTION: ClassVar[tuple[str, ...]] = ("shard",)
+
+    text_fields: tuple[str, ...]
+    text_separator: str
+    text_max_chars: int | None
+    splits: Mapping[str, float]
+    split_key: str
+    max_samples_per_shard: int | None
+    max_bytes_per_shard: int | None
+    verify_images: str
+    other_formats: str
+    max_image_pixels: int | None
+    mtime: int
+
+    def __post_init__(self) -> None:
+        splits = {str(k): float(v) for k, v in self.splits.items()}
+        if not math.isclose(sum(splits.values()), 1.0, abs_tol=1e-6):
+            raise ShardConfigError(f"shard.splits: fractions must sum to 1: {splits}")
+        object.__setattr__(self, "splits", FrozenMap(splits))
+
+    @classmethod
+    def from_section(cls, value: Mapping[str, Any] | None) -> ShardSettings:  # type: ignore[override]
+        try:
+            return super().from_section(value)
+        except ShardConfigError:
+            raise
+        except ConfigError as exc:
+            raise ShardConfigError(str(exc)) from None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -734,7 +752,7 @@ def _rows(table: pa.Table, indices: Sequence[int], batch: int = 512) -> Iterator
 
 
 def shard_dataset(
-    cfg_shard: Mapping[str, Any] | None,
+    settings: ShardSettings | Mapping[str, Any] | None,
     seed: int,
     dataset_paths: Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str],
@@ -748,8 +766,8 @@ def shard_dataset(
     ``crop_path`` values that are relative are resolved against ``base_dir`` (default: the current
     directory, i.e. the workflow directory under Snakemake).  Returns the manifest dict.
     """
+    cfg = ShardSettings.from_section(settings)  # a library caller may pass the section as a dict
     t0 = time.perf_counter()
-    cfg = resolve_config(cfg_shard)
     final = Path(out_dir)
     # Everything is written into a temporary sibling folder that replaces ``out_dir`` only once
     # complete: a killed or failed run never leaves a shards folder that looks finished.
@@ -765,7 +783,7 @@ PART_FILE = "part.json"  # a chunk's shards and statistics (shard_chunk -> assem
 
 
 def shard_chunk(
-    cfg_shard: Mapping[str, Any] | None,
+    settings: ShardSettings | Mapping[str, Any] | None,
     seed: int,
     dataset_paths: Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str],
@@ -778,7 +796,7 @@ def shard_chunk(
     statistics).  The split of a row depends only on the seed and its ``split_key`` (the article),
     so a chunk's shards do not depend on the other chunks, and a changed chunk rewrites only its
     own.  :func:`assemble_shards` puts the chunks together.  Returns the ``part.json`` record."""
-    cfg = resolve_config(cfg_shard)
+    cfg = ShardSettings.from_section(settings)  # a library caller may pass the section as a dict
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", chunk):
         raise ShardConfigError(
             f"chunk name {chunk!r}: letters, digits and _.+- only (it names the shard files)"
@@ -798,7 +816,7 @@ def shard_chunk(
 
 
 def assemble_shards(
-    cfg_shard: Mapping[str, Any] | None,
+    settings: ShardSettings | Mapping[str, Any] | None,
     seed: int,
     part_dirs: Sequence[str | os.PathLike[str]],
     dataset_paths: Sequence[str | os.PathLike[str]],
@@ -809,8 +827,8 @@ def assemble_shards(
     ``rejections.parquet``, ``counts.json``, ``manifest.json`` (``urls`` joins one brace pattern per
     chunk with ``::``) and the dataset card.  ``dataset_paths`` (the chunks' inputs) give the
     sample json's column types and the manifest's inputs; their rows are not read again."""
+    cfg = ShardSettings.from_section(settings)  # a library caller may pass the section as a dict
     t0 = time.perf_counter()
-    cfg = resolve_config(cfg_shard)
     final = Path(out_dir)
     total = _Written()
     indexes: list[pa.Table] = []  # the chunks' index tables, concatenated as they are
@@ -844,7 +862,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def _write_samples(
-    cfg: dict[str, Any],
+    cfg: ShardSettings,
     seed: int,
     table: pa.Table,
     out: Path,
@@ -862,8 +880,8 @@ def _write_samples(
     rejections = Rejections(STAGE, chunk)
 
     uids = table.column("subfigure_uid").to_pylist() if n_in else []
-    groups = table.column(cfg["split_key"]).to_pylist() if n_in else []
-    split_names = sorted(cfg["splits"])
+    groups = table.column(cfg.split_key).to_pylist() if n_in else []
+    split_names = sorted(cfg.splits)
     plan: dict[str, list[tuple[str, int]]] = {name: [] for name in split_names}
     seen: set[str] = set()
     split_of: dict[str, str] = {}  # one draw per article group, whatever its number of rows
@@ -875,7 +893,7 @@ def _write_samples(
         group = str(group)
         split = split_of.get(group)
         if split is None:
-            split = split_of[group] = assign_split(seed, group, cfg["splits"])
+            split = split_of[group] = assign_split(seed, group, cfg.splits)
         plan[split].append((order_key(seed, str(uid)), i))
 
     states = {
@@ -887,11 +905,10 @@ def _write_samples(
     n_reencoded = 0
     image_bytes_total = 0
     n_decoded = 0
-    max_samples = None if cfg["max_samples_per_shard"] is None else int(cfg["max_samples_per_shard"])
-    max_bytes = None if cfg["max_bytes_per_shard"] is None else int(cfg["max_bytes_per_shard"])
-    verify_images, other_formats = cfg["verify_images"], cfg["other_formats"]
-    max_pixels, text_fields = cfg["max_image_pixels"], list(cfg["text_fields"])
-    separator, max_chars = cfg["text_separator"], cfg["text_max_chars"]
+    max_samples, max_bytes = cfg.max_samples_per_shard, cfg.max_bytes_per_shard
+    verify_images, other_formats = cfg.verify_images, cfg.other_formats
+    max_pixels, text_fields = cfg.max_image_pixels, list(cfg.text_fields)
+    separator, max_chars = cfg.text_separator, cfg.text_max_chars
 
     for state in states.values():
         state.directory.mkdir(parents=True, exist_ok=True)
@@ -916,7 +933,7 @@ def _write_samples(
                     max_chars,
                 )
                 if not text:
-                    rejections.add(uid, "empty_text", f"all of {cfg['text_fields']} empty", pmcid)
+                    rejections.add(uid, "empty_text", f"all of {list(cfg.text_fields)} empty", pmcid)
                     continue
                 crop = row.get("crop_path")
                 if not crop:
@@ -981,7 +998,7 @@ def _write_samples(
                     meta["shard"] = shard_name(state.prefix, len(state.shards))
                     meta_bytes = _dump_meta(meta)
                 if w is None:
-                    w = state.writer = AtomicTarWriter(state.directory / meta["shard"], cfg["mtime"])
+                    w = state.writer = AtomicTarWriter(state.directory / meta["shard"], cfg.mtime)
                 # Members of one sample are contiguous and in a fixed order.
                 w.add_sample(
                     key,
@@ -1044,7 +1061,7 @@ def _write_samples(
 
 
 def _finish(
-    cfg: dict[str, Any],
+    cfg: ShardSettings,
     seed: int,
     written: _Written,
     out: Path,
@@ -1057,7 +1074,7 @@ def _finish(
     paths as they will be under ``final``).  ``index``: the index as a table (the chunks' index
     files, concatenated, in :func:`assemble_shards`: no round trip through Python rows); by
     default made from ``written.index_rows``."""
-    split_names = sorted(cfg["splits"])
+    split_names = sorted(cfg.splits)
     for n in split_names:
         (out / n).mkdir(parents=True, exist_ok=True)
         write_json(out / n / "sizes.json", {sh["name"]: sh["count"] for sh in written.shards.get(n, [])})
@@ -1084,7 +1101,7 @@ def _finish(
     manifest: dict[str, Any] = {
         "stage": STAGE,
         "seed": int(seed),
-        "config": cfg,
+        "config": cfg.to_dict(),
         "inputs": [str(p) for p in dataset_paths],
         "n_in": written.n_in,
         "n_samples": n_kept,
@@ -1248,7 +1265,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
     from pmcflow.config import load_config
 
     config = load_config(args.config, args.overrides)
-    section, seed = config["shard"], int(config["seed"])
+    section, seed = ShardSettings.from_config(config), int(config["seed"])
     manifest = shard_dataset(
         section, seed if args.seed is None else args.seed, args.datasets, args.out, base_dir=args.base_dir
     )

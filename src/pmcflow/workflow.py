@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import sys
@@ -74,28 +73,6 @@ def start_rule_log(sm: Any, path: str | os.PathLike[str] | None = None) -> None:
         logger.info("rule %s %s after %.1f s", sm.rule, "FAILED" if failed else "finished", time.perf_counter() - t0)
 
     atexit.register(_done)
-
-
-class StageConfig(dict):
-    """The configuration one rule's stage runs with: only the sections the rule passes as params.
-
-    Reading a top-level section that is not there fails, ``.get`` with a default included, so a
-    stage cannot depend on a setting that is not one of its rule's rerun triggers.
-    """
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self[key]  # the default is ignored: an absent section goes to __missing__
-
-    def __missing__(self, key: Any) -> Any:
-        raise KeyError(f"config section {key!r} is not passed to this rule (add it to its params)")
-
-
-def params_config(params: Any, *sections: str) -> StageConfig:
-    """``{section: params.<section>}`` for a rule script: what the stage may read of the config."""
-    missing = [s for s in sections if not hasattr(params, s)]
-    if missing:
-        raise KeyError(f"the rule has no params named {missing}")
-    return StageConfig({s: copy.deepcopy(getattr(params, s)) for s in sections})
 
 
 def concat_parquet(paths: Iterable[str | os.PathLike[str]], schema: pa.Schema, out: str | os.PathLike[str]) -> int:

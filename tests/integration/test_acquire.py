@@ -33,6 +33,7 @@ from pmcflow.pmc.layout import (
     write_package,
 )
 from pmcflow.pmc.mockserver import Fault, MockPMCServer
+from pmcflow.pmc.settings import PmcSettings
 from pmcflow.tables import read_counts
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "pmc"
@@ -176,13 +177,13 @@ def run_all(
     cfg: dict[str, Any], out: Path, cache: Path
 ) -> tuple[dict, list[dict], list[dict], list[dict], list[dict]]:
     """list + acquire every chunk; returns (list counts, listing, acquired, rejections, media rejections)."""
-    lc = stage.list_articles(cfg, str(out / "list"))
+    lc = stage.list_articles(PmcSettings.from_config(cfg), str(out / "list"))
     listing = pq.read_table(out / "list" / "listing.parquet").to_pylist()
     chunks = json.loads((out / "list" / "chunks.json").read_text())["chunks"]
     acquired, rej, media_rej = [], pq.read_table(out / "list" / "rejections.parquet").to_pylist(), []
     for ch in chunks:
         c = stage.acquire_chunk(
-            cfg,
+            PmcSettings.from_config(cfg),
             ch,
             str(out / "list" / "listing.parquet"),
             str(out / ch),
@@ -321,7 +322,7 @@ def test_cloud_every_fault_type_and_rerun_resumes(cloud_root, tmp_path, monkeypa
         srv.clear()
         for ch in first:
             c = stage.acquire_chunk(
-                cfg,
+                PmcSettings.from_config(cfg),
                 ch,
                 "out/list/listing.parquet",
                 f"out2/{ch}",
@@ -404,7 +405,7 @@ def test_selection_max_articles_and_versions_all(cloud_root, tmp_path, monkeypat
             "select": {"max_articles": 3},
         }
     )
-    lc = stage.list_articles(cfg, "out")
+    lc = stage.list_articles(PmcSettings.from_config(cfg), "out")
     rows = pq.read_table("out/listing.parquet").to_pylist()
     assert [r["article_uid"] for r in rows] == ["PMC100001.1", "PMC100002.1", "PMC100003.1"]
     assert lc["rejected"] == {"over_max_articles": 8} and lc["in"] == 11
@@ -556,7 +557,7 @@ def test_ftp_local_mirror_and_rerun_uses_extracted_files(tmp_path, monkeypatch):
     _, _, acquired, rej, media_rej = run_all(cfg, Path("out"), Path("cache"))
     assert outcomes(acquired, rej) == EXPECT_FTP
     assert_files_verified(acquired, files)
-    stage.acquire_chunk(cfg, "c000002", "out/list/listing.parquet", "out2", "cache", transfer_path="t.json")
+    stage.acquire_chunk(PmcSettings.from_config(cfg), "c000002", "out/list/listing.parquet", "out2", "cache", transfer_path="t.json")
     t = json.loads(Path("t.json").read_text())
     assert t["packages_cached"] == 2 and t["http.files_downloaded"] == 0
     assert Path("out2/counts.json").read_bytes() == Path("out/c000002/counts.json").read_bytes()

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -33,6 +34,7 @@ from pmcflow.config import ConfigError, load_config
 from pmcflow.pmc import stage
 from pmcflow.pmc.http import FetchError, HttpClient, HttpSettings
 from pmcflow.pmc.mockserver import Fault, MockPMCServer
+from pmcflow.pmc.settings import PmcSettings
 from pmcflow.retry import pending_by_chunk, retry_stamp
 from pmcflow.runlock import LockHeld, RunLock, lock_path
 
@@ -52,11 +54,11 @@ def _cloud_cfg(url: str, **more) -> dict:
 
 
 def _acquire_all(cfg: dict, out: Path) -> dict[str, dict]:
-    stage.list_articles(cfg, str(out / "listing"))
+    stage.list_articles(PmcSettings.from_config(cfg), str(out / "listing"))
     chunks = sorted(json.loads((out / "listing" / "chunks.json").read_text())["chunks"])
     return {
         ch: stage.acquire_chunk(
-            cfg, ch, str(out / "listing" / "listing.parquet"), str(out / "acquire" / ch), "pmc",
+            PmcSettings.from_config(cfg), ch, str(out / "listing" / "listing.parquet"), str(out / "acquire" / ch), "pmc",
             transfer_path=out / "transfer" / f"{ch}.json",
         )
         for ch in chunks
@@ -68,7 +70,7 @@ def test_trickling_server_is_cut_by_the_transfer_deadline(tmp_path: Path) -> Non
     """A server that sends a few bytes every 50 ms never trips the per-read timeout; the deadline does."""
     (tmp_path / "a.bin").write_bytes(os.urandom(20000))
     with MockPMCServer(tmp_path, [Fault("trickle", "a.bin", count=-1, delay_s=0.05)]) as srv:
-        client = HttpClient(HttpSettings(rate_limit_per_s=None, retries=1, backoff_s=0, timeout_s=5, deadline_s=0.5))
+        client = HttpClient(replace(HttpSettings.from_section({}), rate_limit_per_s=None, retries=1, backoff_s=0, timeout_s=5, deadline_s=0.5))
         t0 = time.monotonic()
         with pytest.raises(FetchError) as ei:
             client.download(f"{srv.url}/a.bin", tmp_path / "out.bin")
@@ -81,7 +83,7 @@ def test_trickling_server_is_cut_by_the_transfer_deadline(tmp_path: Path) -> Non
 def test_connection_reset_is_transient_and_a_later_attempt_heals(tmp_path: Path) -> None:
     data = os.urandom(5000)
     (tmp_path / "a.bin").write_bytes(data)
-    settings = HttpSettings(rate_limit_per_s=None, retries=1, backoff_s=0, timeout_s=5)
+    settings = replace(HttpSettings.from_section({}), rate_limit_per_s=None, retries=1, backoff_s=0, timeout_s=5)
     with MockPMCServer(tmp_path, [Fault("reset", "a.bin", count=-1)]) as srv:
         with pytest.raises(FetchError) as ei:
             HttpClient(settings).download(f"{srv.url}/a.bin", tmp_path / "x.bin")
@@ -245,21 +247,24 @@ def _hostile_corpus(root: Path) -> dict[str, str]:
 
 
 def _run_chain(cfg: dict, out: Path) -> dict[str, dict]:
+    from pmcflow.decompose.settings import DecomposeSettings
     from pmcflow.decompose.stage import decompose_chunk
+    from pmcflow.enrich.settings import EnrichSettings
     from pmcflow.enrich.stage import enrich_chunk
+    from pmcflow.filter.checks import FilterSettings
     from pmcflow.filter.stage import filter_chunk, phash_chunk
-    from pmcflow.jats import parse_chunk
+    from pmcflow.jats import ParseSettings, parse_chunk
 
     counts = _acquire_all(cfg, out)
     ch = next(iter(counts))
     a, p, d, e, f = (out / s / ch for s in ("acquire", "parse", "decompose", "enrich", "filter"))
     recs = {"acquire": counts[ch]}
-    recs["parse"] = parse_chunk(cfg, ch, str(a / "articles.parquet"), str(p))
-    recs["decompose"] = decompose_chunk(cfg, ch, str(p / "figures.parquet"), str(d))
-    recs["enrich"] = enrich_chunk(cfg, ch, str(d / "subfigures.parquet"), str(p / "figures.parquet"),
+    recs["parse"] = parse_chunk(ParseSettings.from_config(cfg), ch, str(a / "articles.parquet"), str(p))
+    recs["decompose"] = decompose_chunk(DecomposeSettings.from_config(cfg), ch, str(p / "figures.parquet"), str(d))
+    recs["enrich"] = enrich_chunk(EnrichSettings.from_config(cfg), ch, str(d / "subfigures.parquet"), str(p / "figures.parquet"),
                                   str(p / "mentions.parquet"), str(p / "articles.parquet"), str(e))  # fmt: skip
-    phash_chunk(cfg, ch, e / "enriched.parquet", f / "phash.parquet")
-    recs["filter"] = filter_chunk(cfg, ch, e / "enriched.parquet", f, phash_path=f / "phash.parquet")
+    phash_chunk(FilterSettings.from_config(cfg), ch, e / "enriched.parquet", f / "phash.parquet")
+    recs["filter"] = filter_chunk(FilterSettings.from_config(cfg), ch, e / "enriched.parquet", f, phash_path=f / "phash.parquet")
     return recs
 
 
@@ -318,7 +323,7 @@ def test_hostile_jats_and_text_each_become_one_counted_rejection(tmp_path: Path,
 
 
 def test_changed_cache_is_caught_when_read_not_only_when_fetched(tmp_path: Path, monkeypatch) -> None:
-    from pmcflow.jats import parse_chunk
+    from pmcflow.jats import ParseSettings, parse_chunk
 
     monkeypatch.chdir(tmp_path)
     with MockPMCServer(DEMO_CLOUD) as srv:
@@ -329,7 +334,7 @@ def test_changed_cache_is_caught_when_read_not_only_when_fetched(tmp_path: Path,
     xml.write_bytes(xml.read_bytes().replace(b"<article", b"<article ", 1))  # same XML, other bytes
     image = Path(arts[1]["media"][0]["path"])
     image.write_bytes(image.read_bytes()[:-10])
-    rec = parse_chunk(cfg, ch, f"out/acquire/{ch}/articles.parquet", "out/parse")
+    rec = parse_chunk(ParseSettings.from_config(cfg), ch, f"out/acquire/{ch}/articles.parquet", "out/parse")
     assert rec["rejected"] == {"checksum_mismatch": 1}
     assert rec["kept"] == 1 and rec["extra"]["media_checksum_mismatch"] == 1
     rows = pq.read_table("out/parse/rejections.parquet").to_pylist()
@@ -339,6 +344,7 @@ def test_changed_cache_is_caught_when_read_not_only_when_fetched(tmp_path: Path,
 def test_one_failing_item_costs_one_rejection_not_the_chunk(tmp_path: Path, monkeypatch) -> None:
     """A subcaption model that crashes on one figure's input (injected into the real rules backend)."""
     from pmcflow.enrich import subcaption
+    from pmcflow.enrich.settings import EnrichSettings
     from pmcflow.enrich.stage import enrich_rows
     from pmcflow.tables import Rejections
 
@@ -356,7 +362,7 @@ def test_one_failing_item_costs_one_rejection_not_the_chunk(tmp_path: Path, monk
 
     monkeypatch.setattr(subcaption.RulesSubcaptioner, "extract", crashes_on_f1)
     rej = Rejections("enrich", "c0")
-    rows = enrich_rows({}, sub, figs, [], arts, rej)
+    rows = enrich_rows(EnrichSettings.from_section({}), sub, figs, [], arts, rej)
     assert [r["subfigure_uid"] for r in rows] == ["A.1/f0/s0", "A.1/f2/s0"]
     assert [(r["item_id"], r["reason"]) for r in rej.rows] == [("A.1/f1/s0", "subcaption_error")]
     assert "MemoryError" in rej.rows[0]["detail"]

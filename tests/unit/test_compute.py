@@ -16,7 +16,7 @@ from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_
 
 from pmcflow import compute, runs
 from pmcflow.config import ConfigError, load_config
-from pmcflow.encoders.train import resolve_config
+from pmcflow.encoders.train import TrainSettings
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "profiles" / "slurm"
@@ -92,8 +92,8 @@ def test_production_config_gives_each_model_rule_its_gpus_and_cpu_rules_none():
             assert chosen[rule] is not None and chosen[rule] not in kinds["gpu"], (rule, chosen[rule])
     # The counts are those the stages use: the trainer's own resolution of the preset, the vLLM
     # engines' tensor parallelism, one GPU for the single-GPU detector backend.
-    trainer = resolve_config(runs.run_settings(cfg["train"], runs.encoder_runs(cfg["train"])[0]))
-    assert trainer["device"] == "cuda" and gpus["train_encoder"] == trainer["n_gpus"] == 8
+    trainer = TrainSettings.from_section(runs.run_settings(cfg["train"], runs.encoder_runs(cfg["train"])[0]))
+    assert trainer.device == "cuda" and gpus["train_encoder"] == trainer.n_gpus == 8
     assert gpus["enrich_subcaptions"] == cfg["enrich"]["subcaption"]["vllm"]["tensor_parallel_size"]
     assert gpus["enrich_chunk"] == cfg["enrich"]["summary"]["vllm"]["tensor_parallel_size"]
     assert gpus["train_detector"] == 1 and cfg["detector"]["backend"] == "transformers"

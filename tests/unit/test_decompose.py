@@ -13,16 +13,19 @@ from PIL import Image
 
 from pmcflow import schema as S
 from pmcflow import tables as T
+from pmcflow.config import ConfigError
 from pmcflow.decompose import stage as stage_mod
 from pmcflow.decompose.cli import cli
 from pmcflow.decompose.order import assign_labels, reading_order
-from pmcflow.decompose.stage import clip_boxes, decompose_chunk, is_single_panel, plan_subfigures, settings
+from pmcflow.decompose.settings import DecomposeSettings
+from pmcflow.decompose.stage import clip_boxes, decompose_chunk, is_single_panel, plan_subfigures
 from pmcflow.detect.base import Box
 from pmcflow.detect.evaluate import iou_matrix
 from pmcflow.seeding import rng_for
 from pmcflow.synth.compose import compose, sample_figure
 from pmcflow.synth.sources import builtin_pool
 
+settings = DecomposeSettings.from_config  # a config's decompose section, typed
 CFG = {"decompose": {"backend": "xycut", "checkpoint": None, "label_reading": False}}
 LETTERS = "ABCDEFGH"
 
@@ -113,7 +116,7 @@ def chunk(tmp_path_factory, pool):
 def result(chunk, tmp_path_factory):
     path, _ = chunk
     out = tmp_path_factory.mktemp("dec") / "c0"
-    rec = decompose_chunk(CFG, "c0", str(path), str(out))
+    rec = decompose_chunk(settings(CFG), "c0", str(path), str(out))
     return out, rec, T.read_rows(out / "subfigures.parquet"), T.read_rows(out / "rejections.parquet")
 
 
@@ -207,7 +210,7 @@ def test_deterministic(chunk, result, tmp_path):
     path, _ = chunk
     out, _, _, _ = result
     again = tmp_path / "c0"
-    decompose_chunk(CFG, "c0", str(path), str(again))
+    decompose_chunk(settings(CFG), "c0", str(path), str(again))
     a = sorted(p.relative_to(out / "crops") for p in (out / "crops").rglob("*.png"))
     b = sorted(p.relative_to(again / "crops") for p in (again / "crops").rglob("*.png"))
     assert a == b
@@ -216,7 +219,7 @@ def test_deterministic(chunk, result, tmp_path):
     assert strip(T.read_rows(out / "subfigures.parquet")) == strip(T.read_rows(again / "subfigures.parquet"))
     # same output folder twice: identical bytes, no stale crops
     first = (again / "subfigures.parquet").read_bytes()
-    decompose_chunk(CFG, "c0", str(path), str(again))
+    decompose_chunk(settings(CFG), "c0", str(path), str(again))
     assert (again / "subfigures.parquet").read_bytes() == first
     assert not [p for p in again.iterdir() if p.name.startswith(".crops.tmp-")]
 
@@ -224,7 +227,7 @@ def test_deterministic(chunk, result, tmp_path):
 def test_empty_chunk(tmp_path):
     figs = tmp_path / "figures.parquet"
     T.write_table([], S.FIGURES, figs)
-    rec = decompose_chunk(CFG, "c9", str(figs), str(tmp_path / "out"))
+    rec = decompose_chunk(settings(CFG), "c9", str(figs), str(tmp_path / "out"))
     assert rec["in"] == rec["kept"] == 0 and rec["rejected"] == {}
     assert T.read_rows(tmp_path / "out" / "subfigures.parquet") == []
     assert T.read_table(tmp_path / "out" / "subfigures.parquet").schema.names == S.SUBFIGURES.names
@@ -234,7 +237,7 @@ def test_empty_chunk(tmp_path):
 def test_jpeg_crops_when_configured(chunk, tmp_path):
     path, _ = chunk
     cfg = {"decompose": {**CFG["decompose"], "crop_format": "source", "jpeg_quality": 90}}
-    decompose_chunk(cfg, "c0", str(path), str(tmp_path / "o"))
+    decompose_chunk(settings(cfg), "c0", str(path), str(tmp_path / "o"))
     rows = T.read_rows(tmp_path / "o" / "subfigures.parquet")
     jpg = [r for r in rows if r["image_path"].endswith(".jpg")]
     png = [r for r in rows if r["image_path"].endswith(".png")]
@@ -274,7 +277,7 @@ def test_boxes_outside_clipped_and_detector_errors_isolated(tmp_path, monkeypatc
     Image.new("RGB", (33, 100), (250, 250, 250)).save(d / "boom.png")
     figs = tmp_path / "figures.parquet"
     T.write_table([_row("a", [str(d / "a.png")]), _row("boom", [str(d / "boom.png")])], S.FIGURES, figs)
-    rec = decompose_chunk(CFG, "c0", str(figs), str(tmp_path / "out"))
+    rec = decompose_chunk(settings(CFG), "c0", str(figs), str(tmp_path / "out"))
     rows = T.read_rows(tmp_path / "out" / "subfigures.parquet")
     assert [r["bbox"] for r in rows] == [[0.0, 0.0, 100.0, 100.0], [100.0, 0.0, 100.0, 100.0]]
     assert rec["rejected"] == {"detector_error": 1} and rec["kept"] == 1
@@ -293,8 +296,8 @@ def test_clip_and_single_panel_helpers():
 
 def test_settings_defaults_and_overrides():
     s = settings({})
-    assert s["score_threshold"] is None and s["nms_iou"] == 0.2 and s["crop_format"] == "png"
-    assert settings({"decompose": {"nms_iou": 0.5}})["nms_iou"] == 0.5
+    assert s.score_threshold is None and s.nms_iou == 0.2 and s.crop_format == "png"
+    assert settings({"decompose": {"nms_iou": 0.5}}).nms_iou == 0.5
 
 
 def test_the_score_threshold_travels_with_the_checkpoint(tmp_path):
@@ -335,7 +338,7 @@ def test_trained_model_folder_names_the_detector(chunk, tmp_path):
     ckpt.write_text(json.dumps({"params": {"min_gutter_px": 5}}))
     (model / "train.json").write_text(json.dumps({"backend": "xycut", "checkpoint": str(ckpt)}))
     cfg = {"decompose": {"backend": "ultralytics", "checkpoint": "shipped"}}  # replaced by the record
-    decompose_chunk(cfg, "c0", str(path), str(tmp_path / "out"), trained_model=str(model))
+    decompose_chunk(settings(cfg), "c0", str(path), str(tmp_path / "out"), trained_model=str(model))
     rows = T.read_rows(tmp_path / "out" / "subfigures.parquet")
     assert rows and {(r["detector"].split(":")[0], r["detector_checkpoint_sha256"]) for r in rows} == {
         ("xycut", file_sha256(ckpt))
@@ -401,6 +404,30 @@ def test_cli(tmp_path, pool):
     bad = json.loads((out / "rejections.json").read_text())
     assert bad == [{"image": str(tmp_path / "bad.png"), "reason": "unreadable", "detail": "not a recognised image format"}]
     assert cli([str(tmp_path / "bad.png"), "--out", str(out), "--backend", "xycut", "--checkpoint", "none", "--strict"]) == 1
+
+
+def test_cli_starts_from_a_config_and_flags_override_single_keys(tmp_path, pool):
+    """`pmcflow decompose --config` reads the file's decompose section; a flag overrides one key and
+    an unset flag leaves the config's value (no defaults of the CLI's own)."""
+    im, _, _ = _figure(pool, 3, 4)
+    img = tmp_path / "fig.png"
+    im.save(img)
+    conf = tmp_path / "c.yaml"
+    conf.write_text(
+        "decompose: {backend: xycut, checkpoint: null, label_reading: false, min_box_px: 4000}\n"
+    )
+    assert cli([str(img), "--out", str(tmp_path / "cfg"), "--config", str(conf)]) == 0
+    big = json.loads((tmp_path / "cfg" / "subfigures.json").read_text())
+    assert cli([str(img), "--out", str(tmp_path / "flag"), "--config", str(conf), "--min-box-px", "4"]) == 0
+    small = json.loads((tmp_path / "flag" / "subfigures.json").read_text())
+    # min_box_px 4000 drops every detected box (the whole image stays one panel); the flag restores them
+    assert len(big) == 1 and len(small) >= 2
+    assert {s["detector"] for s in small} == {"xycut"}  # the config's backend, not a CLI default
+    conf.write_text("decompose: {backend: xycut, crop_format: gif}\n")
+    with pytest.raises(ConfigError, match=r"decompose\.crop_format"):
+        cli([str(img), "--out", str(tmp_path / "x"), "--config", str(conf)])
+    with pytest.raises(ConfigError, match="--set expects KEY=VALUE"):
+        cli([str(img), "--out", str(tmp_path / "x"), "--backend", "xycut", "--set", "bad"])
 
 
 # ------------------------------------------------------------------------------------ evaluation

@@ -22,6 +22,7 @@ from pmcflow.decompose.labelreader import (  # noqa: E402
     glyph_candidates,
     zone_owner,
 )
+from pmcflow.decompose.settings import DecomposeSettings  # noqa: E402
 from pmcflow.decompose.stage import decompose_chunk  # noqa: E402
 from pmcflow.decompose.train_labelreader import char_boxes  # noqa: E402
 from pmcflow.detect.evaluate import iou_matrix  # noqa: E402
@@ -117,12 +118,12 @@ def test_stage_uses_printed_letters_when_counts_disagree(tmp_path, pool, reader)
     figs = tmp_path / "figures.parquet"
     T.write_table(rows, S.FIGURES, figs)
     cfg = {"decompose": {"backend": "xycut", "checkpoint": None}}
-    rec = decompose_chunk(cfg, "c0", str(figs), str(tmp_path / "on"))
+    rec = decompose_chunk(DecomposeSettings.from_config(cfg), "c0", str(figs), str(tmp_path / "on"))
     on = T.read_rows(tmp_path / "on" / "subfigures.parquet")
     assert rec["extra"]["label_reader_sha256"] == reader.sha256
     detected = [r for r in on if r["label_source"] == "detected-label"]
     assert detected and all(r["panel_label"] in {"a", "b", "c"} for r in detected)
-    decompose_chunk({"decompose": {**cfg["decompose"], "label_reading": False}}, "c0", str(figs), str(tmp_path / "off"))
+    decompose_chunk(DecomposeSettings.from_section({**cfg["decompose"], "label_reading": False}), "c0", str(figs), str(tmp_path / "off"))
     assert all(r["panel_label"] is None for r in T.read_rows(tmp_path / "off" / "subfigures.parquet") if not r["is_single_panel"])
 
 
@@ -178,7 +179,7 @@ def test_plan_gives_place_labels_only_without_caption_letters():
 
     im = Image.new("RGB", (400, 200), "white")
     boxes = [Box(10, 10, 150, 180, 0.9), Box(220, 10, 150, 180, 0.9)]
-    dcfg = {"min_box_px": 16, "single_panel_cover": 0.5}
+    dcfg = DecomposeSettings.from_section({"min_box_px": 16, "single_panel_cover": 0.5})
     planned = plan_subfigures(im, boxes, dcfg, None, [], ["left", "right"])
     assert [(p.label, p.source) for p in planned] == [("left", "caption-position"), ("right", "caption-position")]
     lettered = plan_subfigures(im, boxes, dcfg, None, ["a", "b"], ["left", "right"])

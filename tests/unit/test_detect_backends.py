@@ -228,7 +228,8 @@ def test_shipped_detector_numbers_are_what_it_does_on_the_real_figures(folder: s
 
     from pmcflow.decompose.lettermerge import letter_refiner
     from pmcflow.detect.default import SHIPPED_DIR, checkpoint_threshold, shipped_model
-    from pmcflow.detect.stage import _score, section
+    from pmcflow.detect.settings import DetectorSettings
+    from pmcflow.detect.stage import _score
 
     backend, ckpt = shipped_model()
     meta = json.loads((SHIPPED_DIR / "detector.json").read_text())
@@ -249,10 +250,10 @@ def test_shipped_detector_numbers_are_what_it_does_on_the_real_figures(folder: s
     # the detector's own boxes, then with the boxes split off a lettered panel merged (the default)
     for merge, recorded in ((False, meta[key]), (True, meta[key]["letter_merged"])):
         for part, g in sets.items():
-            metrics, errors = _score(section({}), detector, g, str(root), letter_refiner() if merge else None)
+            metrics, errors = _score(DetectorSettings.from_section({}), detector, g, str(root), letter_refiner() if merge else None)
             rec = recorded[part]
             assert errors == 0 and rec["n_boxes"] == len(g["annotations"]) and rec["n_images"] == len(g["images"])
             assert metrics["f1"] == pytest.approx(rec["f1"], abs=0.01), (merge, part)
             assert metrics["at_fixed"]["f1"] == pytest.approx(rec["f1_at_0.2"], abs=0.01), (merge, part)
             assert metrics["map50"] == pytest.approx(rec["map50"], abs=0.01), (merge, part)
-    assert section({})["letter_merge"] is True
+    assert DetectorSettings.from_section({}).letter_merge is True

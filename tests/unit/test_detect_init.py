@@ -221,12 +221,12 @@ def _two_panel_set(root: Path, n: int = 3) -> Path:
 
 def test_train_stage_records_the_threshold_chosen_on_the_validation_set(tmp_path: Path) -> None:
     from pmcflow.detect.default import resolve_threshold
+    from pmcflow.detect.settings import DetectorSettings
     from pmcflow.detect.stage import train_stage
 
     data = _two_panel_set(tmp_path / "set")
-    rec = train_stage(
-        {"detector": {"backend": "xycut"}, "seed": 3}, str(data), str(data), str(tmp_path / "out")
-    )
+    xycut = DetectorSettings.from_section({"backend": "xycut"})
+    rec = train_stage(xycut, 3, str(data), str(data), str(tmp_path / "out"))
     saved = json.loads((tmp_path / "out" / "train.json").read_text())
     assert saved["score_threshold"] == rec["score_threshold"] and 0.0 <= rec["score_threshold"] <= 1.0
     assert "validation renders" in saved["score_threshold_chosen_on"]
@@ -236,5 +236,5 @@ def test_train_stage_records_the_threshold_chosen_on_the_validation_set(tmp_path
         "model",
     )
     # no validation set: no threshold is claimed
-    rec2 = train_stage({"detector": {"backend": "xycut"}}, str(data), None, str(tmp_path / "out2"))
+    rec2 = train_stage(xycut, 0, str(data), None, str(tmp_path / "out2"))
     assert "score_threshold" not in rec2

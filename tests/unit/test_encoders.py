@@ -105,7 +105,7 @@ def test_external_dataset_loaders(tmp_path: Path) -> None:
 # Training: config, command, log parsing, model dirs
 # ------------------------------------------------------------------------------------------------
 def test_production_preset_command() -> None:
-    cfg = TR.resolve_config({"preset": "openpmc18m"})
+    cfg = TR.TrainSettings.from_section({"preset": "openpmc18m"})
     n = 18_000_000
     cmd = TR.build_command(
         cfg, model_id="local-dir:/m", train_urls="/s/train-{000000..001799}.tar", n_train=n,
@@ -137,14 +137,15 @@ def test_train_defaults_are_the_schema_x_defaults_under_the_preset() -> None:
     props = load_schema()["properties"]["train"]["properties"]
     assert set(TR.DEFAULTS) == set(props) - {"run", "variants"}
     assert all(TR.DEFAULTS[k] == props[k]["x-default"] for k in TR.DEFAULTS)
-    assert "lr" not in section({}, "train") and TR.resolve_config({})["threads"] == 1
-    preset = TR.resolve_config({"preset": "openpmc18m"})
-    assert preset["threads"] is None and preset["epochs"] == 64 and preset["select_metric"] == "R@200"
-    assert TR.resolve_config({"preset": "openpmc18m", "epochs": 2})["epochs"] == 2
+    assert "lr" not in section({}, "train") and TR.TrainSettings.from_section({}).threads == 1
+    preset = TR.TrainSettings.from_section({"preset": "openpmc18m"})
+    assert preset.threads is None and preset.epochs == 64 and preset.select_metric == "R@200"
+    assert TR.TrainSettings.from_section({"preset": "openpmc18m", "epochs": 2}).epochs == 2
+    assert set(preset.to_dict()) == set(TR.DEFAULTS)  # one field per trainer key, no other
 
 
 def test_cpu_command_caps_workers_and_rejects_amp() -> None:
-    cfg = TR.resolve_config({"workers": 4, "model": "tiny-vit-bpe"})
+    cfg = TR.TrainSettings.from_section({"workers": 4, "model": "tiny-vit-bpe"})
     cmd = TR.build_command(
         cfg, model_id="m", train_urls="t", n_train=40, n_train_shards=2, val_urls=None, n_val=0,
         logs_dir="/l", name="run", seed=3,
@@ -153,10 +154,14 @@ def test_cpu_command_caps_workers_and_rejects_amp() -> None:
     assert cmd[cmd.index("--workers") + 1] == "2" and "--val-data" not in cmd
     assert "--pretrained-image" not in cmd
     assert TR.schedule(cfg, 40, 2).batches_per_epoch == 6  # ceil(40/8)=5 rounded up to 2 workers
-    with pytest.raises(TR.TrainError):
-        TR.resolve_config({"precision": "amp"})
-    with pytest.raises(TR.TrainError):
-        TR.resolve_config({"bogus": 1})
+    with pytest.raises(TR.TrainError, match="precision fp32 on CPU"):
+        TR.TrainSettings.from_section({"precision": "amp"})
+    with pytest.raises(TR.TrainError, match=r"train\.bogus: unknown key"):
+        TR.TrainSettings.from_section({"bogus": 1})
+    with pytest.raises(TR.TrainError, match=r"train\.epochs"):  # the schema's types, by path
+        TR.TrainSettings.from_section({"epochs": "two"})
+    with pytest.raises(TR.TrainError, match="workflow key"):
+        TR.TrainSettings.from_section({"run": "clip"})
 
 
 LOG = """\
@@ -261,19 +266,19 @@ def test_load_time_text_composition_tokenizes_the_chosen_fields(monkeypatch, tmp
     from pmcflow.encoders import launch
 
     # the config key reaches the launcher as launch-only arguments open_clip never sees
-    cfg = TR.resolve_config({"text_fields": ["subcaption"]})
+    cfg = TR.TrainSettings.from_section({"text_fields": ["subcaption"]})
     cmd = TR.build_command(
         cfg, model_id="tiny", train_urls="/s/t.tar", n_train=8, n_train_shards=1, val_urls=None, n_val=0,
         logs_dir="/l", name="run", seed=0,
     )  # fmt: skip
     rest, fields, sep = launch.pop_text_args(cmd[3:])
     assert fields == ["subcaption"] and sep == " " and rest == TR.build_command(
-        TR.resolve_config({}), model_id="tiny", train_urls="/s/t.tar", n_train=8, n_train_shards=1,
+        TR.TrainSettings.from_section({}), model_id="tiny", train_urls="/s/t.tar", n_train=8, n_train_shards=1,
         val_urls=None, n_val=0, logs_dir="/l", name="run", seed=0,
     )[3:]  # fmt: skip
     assert launch.pop_text_args(["--seed", "1"]) == (["--seed", "1"], None, " ")
     with pytest.raises(TR.TrainError, match="text_fields"):
-        TR.resolve_config({"text_fields": ["caption_title"]})
+        TR.TrainSettings.from_section({"text_fields": ["caption_title"]})
 
     toy = tmp_path / "toy"
     make_toy_dataset(toy, n_per_class=4, seed=3, size=32)
@@ -333,8 +338,9 @@ def test_load_time_text_composition_tokenizes_the_chosen_fields(monkeypatch, tmp
 def test_evaluate_settings_come_from_the_schema_alone() -> None:
     """The evaluate stage keeps no defaults of its own: an empty section is the schema's defaults."""
     from pmcflow.config import ConfigError, load_schema
+    from pmcflow.encoders.settings import EvaluateSettings
 
-    cfg = EV.resolve_config({})
+    cfg = EvaluateSettings.from_section({}).to_dict()
     props = load_schema()["properties"]["evaluate"]["properties"]
     for key in ("split", "bootstrap", "ci", "batch_size", "max_pairs", "feature_cache"):
         assert cfg[key] == props[key]["default"], key
@@ -345,10 +351,34 @@ def test_evaluate_settings_come_from_the_schema_alone() -> None:
     )
     assert cfg["robustness"] == {"perturbations": {}, "alpha": 0.01}
     assert cfg["embedding"] == {"enabled": True, "max_images": 1000, "permutations": 100, "perplexity": 30}
-    assert EV.resolve_config({"recall_at": [50, 1]})["recall_at"] == [1, 50]
+    probe = props["linear_probe"]["properties"]
+    assert cfg["linear_probe"] == {k: probe[k]["default"] for k in probe}  # the paper's probe
+    assert EvaluateSettings.from_section({"recall_at": [50, 1]}).recall_at == (1, 50)
     with pytest.raises(ConfigError, match=r"evaluate\.zero_shot\.nope: unknown key"):
-        EV.resolve_config({"zero_shot": {"nope": 1}})
+        EvaluateSettings.from_section({"zero_shot": {"nope": 1}})
     with pytest.raises(ConfigError, match=r"evaluate\.bootstrap"):
-        EV.resolve_config({"bootstrap": -1})
+        EvaluateSettings.from_section({"bootstrap": -1})
     with pytest.raises(ConfigError, match=r"evaluate\.baselines\.x: 'model' is a required property"):
-        EV.resolve_config({"baselines": {"x": {"pretrained": None}}})
+        EvaluateSettings.from_section({"baselines": {"x": {"pretrained": None}}})
+
+
+def test_train_encoder_cli_trains_one_run_of_a_loaded_config(tmp_path: Path) -> None:
+    """`pmcflow train-encoder --config` takes a whole config: the workflow keys (run, variants) name
+    the runs, `--run` picks one (default: the first), and its variant's settings reach the trainer."""
+    from pmcflow_testing.encoder_toydata import make_toy_dataset
+
+    from pmcflow import shard as SH
+
+    toy = tmp_path / "toy"
+    make_toy_dataset(toy, n_per_class=2, seed=3, size=32)
+    SH.shard_dataset(
+        {"splits": {"train": 1.0}}, 1, [str(toy / "dataset.parquet")], str(tmp_path / "s"), base_dir=str(toy)
+    )
+    demo = str(Path(__file__).resolve().parents[2] / "config" / "demo.yaml")
+    common = ["--config", demo, "--shards", str(tmp_path / "s"), "--dry-run"]
+    assert TR.cli([*common, "--out", str(tmp_path / "first")]) == 0
+    first = json.loads((tmp_path / "first" / "train.json").read_text())
+    assert first["config"]["text_fields"] == ["caption"] and first["config"]["epochs"] == 2
+    assert TR.cli([*common, "--out", str(tmp_path / "sum"), "--run", "tiny-clip.subcaption+summary"]) == 0
+    chosen = json.loads((tmp_path / "sum" / "train.json").read_text())["config"]["text_fields"]
+    assert chosen == ["shared_text", "subcaption", "summary"]

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from pmcflow import schema as S
 from pmcflow.config import load_config
+from pmcflow.enrich.settings import EnrichSettings
 from pmcflow.enrich.stage import cli, cli_subcaption, enrich_chunk, subcaption_chunk
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def _chunk(tmp: Path) -> dict[str, str]:
 
 
 def test_two_jobs_give_the_bytes_of_one_process(tmp_path):
-    cfg = load_config([REPO / "config" / "demo.yaml"])
+    cfg = EnrichSettings.from_config(load_config([REPO / "config" / "demo.yaml"]))
     t = _chunk(tmp_path)
     one = tmp_path / "one"
     rec_one = enrich_chunk(cfg, "c000001", t["subfigures"], t["figures"], t["mentions"], t["articles"], str(one))

@@ -6,6 +6,7 @@ transforms, separable or label-shuffled data).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -20,6 +21,7 @@ import pytest
 from PIL import Image
 from scipy.spatial.distance import cdist
 
+from pmcflow.config import ConfigError
 from pmcflow.encoders import embedding as EM
 from pmcflow.encoders import probe as PR
 from pmcflow.encoders import robustness as RB
@@ -39,7 +41,7 @@ def test_probe_separable_blobs_reach_100_percent() -> None:
     means[0, 0], means[1, 1], means[2, 2] = 12.0, 12.0, 12.0  # >= 8 sd apart
     xtr, ytr = _blobs(rng, 600, means)
     xte, yte = _blobs(rng, 300, means)
-    res = PR.linear_probe(xtr, ytr, xte, PR.ProbeSettings(), seed=1)
+    res = PR.linear_probe(xtr, ytr, xte, PR.ProbeSettings.from_section({}), seed=1)
     assert res.train_accuracy == 1.0
     assert (res.y_pred == yte).all()
     assert len(res.loss_curve) == 40 and res.loss_curve[-1] < res.loss_curve[0] / 10
@@ -63,7 +65,7 @@ def test_probe_same_seed_is_bit_identical_other_seed_differs() -> None:
     means = rng.normal(size=(4, 10))
     xtr, ytr = _blobs(rng, 500, means)
     xte, _ = _blobs(rng, 200, means)
-    s = PR.ProbeSettings(epochs=5, batch_size=64)
+    s = PR.ProbeSettings.from_section({"epochs": 5, "batch_size": 64})
     a = PR.linear_probe(xtr, ytr, xte, s, seed=7)
     b = PR.linear_probe(xtr, ytr, xte, s, seed=7)
     c = PR.linear_probe(xtr, ytr, xte, s, seed=8)
@@ -96,13 +98,17 @@ def test_standardize_uses_train_statistics_only() -> None:
 
 
 def test_probe_settings_validation() -> None:
-    assert PR.ProbeSettings.from_mapping({"epochs": 3}).epochs == 3
-    with pytest.raises(PR.ProbeError, match="unknown linear-probe keys"):
-        PR.ProbeSettings.from_mapping({"epoch": 3})
-    with pytest.raises(PR.ProbeError, match="optimizer"):
-        PR.ProbeSettings(optimizer="lbfgs")
+    assert PR.ProbeSettings.from_section({"epochs": 3}).epochs == 3
+    assert PR.ProbeSettings.from_section({}).epochs == 40  # the schema's default (the paper's)
+    with pytest.raises(ConfigError, match=r"evaluate\.linear_probe\.epoch: unknown key"):
+        PR.ProbeSettings.from_section({"epoch": 3})
+    with pytest.raises(ConfigError, match="optimizer"):
+        PR.ProbeSettings.from_section({"optimizer": "lbfgs"})
+    defaults = PR.ProbeSettings.from_section({})
+    with pytest.raises(PR.ProbeError, match="optimizer"):  # a library caller's object is checked too
+        dataclasses.replace(defaults, optimizer="lbfgs")
     with pytest.raises(PR.ProbeError, match="epochs"):
-        PR.ProbeSettings(epochs=0)
+        dataclasses.replace(defaults, epochs=0)
     with pytest.raises(PR.ProbeError, match="2-D"):
         PR.linear_probe(np.zeros(4), np.zeros(4, dtype=int), np.zeros((1, 1)))
     with pytest.raises(PR.ProbeError, match="integer"):

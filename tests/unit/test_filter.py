@@ -15,6 +15,7 @@ from pmcflow import licenses as L
 from pmcflow import schema as S
 from pmcflow import tables as T
 from pmcflow.filter import checks as C
+from pmcflow.filter.checks import FilterSettings
 from pmcflow.filter.phash import cluster_duplicates, hamming, near_pairs, phash_hex, popcount64
 from pmcflow.filter.stage import filter_chunk, find_duplicates, phash_chunk, summarize
 
@@ -200,7 +201,7 @@ def test_every_reason_and_counts_reconcile(tmp_path: Path) -> None:
         _row("PMC1.1/f1/s8", good, subcaption="see text", caption=None),
     ]
     enriched = _write_enriched(tmp_path / "enriched.parquet", rows)
-    rec = filter_chunk(_cfg(), "c0", enriched, tmp_path / "out")
+    rec = filter_chunk(FilterSettings.from_config(_cfg()), "c0", enriched, tmp_path / "out")
     assert rec["in"] == 9 and rec["kept"] == 1
     assert rec["rejected"] == {
         "license_not_allowed": 1,
@@ -223,16 +224,16 @@ def test_every_reason_and_counts_reconcile(tmp_path: Path) -> None:
 
 def test_empty_and_all_filtered_chunks(tmp_path: Path) -> None:
     empty = _write_enriched(tmp_path / "empty.parquet", [])
-    rec = filter_chunk(_cfg(), "c0", empty, tmp_path / "e")
+    rec = filter_chunk(FilterSettings.from_config(_cfg()), "c0", empty, tmp_path / "e")
     assert rec["in"] == 0 and rec["kept"] == 0 and rec["rejected"] == {}
     assert pq.read_table(tmp_path / "e" / "dataset.parquet").num_rows == 0
-    phash_chunk(_cfg(), "c0", empty, tmp_path / "e" / "phash.parquet")
-    assert find_duplicates(_cfg(), [tmp_path / "e" / "phash.parquet"], tmp_path / "dups.parquet")["duplicates"] == 0
+    phash_chunk(FilterSettings.from_config(_cfg()), "c0", empty, tmp_path / "e" / "phash.parquet")
+    assert find_duplicates(FilterSettings.from_config(_cfg()), [tmp_path / "e" / "phash.parquet"], tmp_path / "dups.parquet")["duplicates"] == 0
 
     allbad = _write_enriched(
         tmp_path / "bad.parquet", [_row(f"PMC2.1/f1/s{k}", None, license_code="CC BY-NC-ND") for k in range(3)]
     )
-    rec = filter_chunk(_cfg(), "c1", allbad, tmp_path / "b", duplicates_path=tmp_path / "dups.parquet")
+    rec = filter_chunk(FilterSettings.from_config(_cfg()), "c1", allbad, tmp_path / "b", duplicates_path=tmp_path / "dups.parquet")
     assert rec == {"stage": "filter", "in": 3, "kept": 0, "rejected": {"license_not_allowed": 3}, "chunk": "c1",
                    "extra": {"dedup_scope.corpus": 1}}
     assert pq.read_table(tmp_path / "b" / "dataset.parquet").schema.names == S.DATASET.names
@@ -252,21 +253,21 @@ def test_duplicates_across_chunks(tmp_path: Path) -> None:
     paths = {}
     for name, rows in (("a", chunk_a), ("b", chunk_b)):
         enr = _write_enriched(tmp_path / f"{name}.parquet", rows)
-        phash_chunk(_cfg(), name, enr, tmp_path / name / "phash.parquet")
+        phash_chunk(FilterSettings.from_config(_cfg()), name, enr, tmp_path / name / "phash.parquet")
         paths[name] = enr
-    stats = find_duplicates(_cfg(), [tmp_path / n / "phash.parquet" for n in "ba"], tmp_path / "dups.parquet")
+    stats = find_duplicates(FilterSettings.from_config(_cfg()), [tmp_path / n / "phash.parquet" for n in "ba"], tmp_path / "dups.parquet")
     assert stats["hashes"] == 3 and stats["duplicates"] == 1
     dups = T.read_rows(tmp_path / "dups.parquet")
     assert len(dups) == 1
     assert dups[0]["subfigure_uid"] == "PMC9.1/f1/s0" and dups[0]["duplicate_of"] == "PMC5.1/f2/s0"
     assert (dups[0]["chunk"], dups[0]["duplicate_of_chunk"]) == ("a", "b") and dups[0]["distance"] <= 6
     # same result whatever the chunk order
-    find_duplicates(_cfg(), [tmp_path / n / "phash.parquet" for n in "ab"], tmp_path / "dups2.parquet")
+    find_duplicates(FilterSettings.from_config(_cfg()), [tmp_path / n / "phash.parquet" for n in "ab"], tmp_path / "dups2.parquet")
     assert T.read_rows(tmp_path / "dups2.parquet") == dups
 
-    rec_a = filter_chunk(_cfg(), "a", paths["a"], tmp_path / "a", duplicates_path=tmp_path / "dups.parquet",
+    rec_a = filter_chunk(FilterSettings.from_config(_cfg()), "a", paths["a"], tmp_path / "a", duplicates_path=tmp_path / "dups.parquet",
                          phash_path=tmp_path / "a" / "phash.parquet")
-    rec_b = filter_chunk(_cfg(), "b", paths["b"], tmp_path / "b", duplicates_path=tmp_path / "dups.parquet")
+    rec_b = filter_chunk(FilterSettings.from_config(_cfg()), "b", paths["b"], tmp_path / "b", duplicates_path=tmp_path / "dups.parquet")
     assert rec_a["rejected"] == {"near_duplicate": 1} and rec_a["kept"] == 1
     assert rec_b["rejected"] == {"license_not_allowed": 1} and rec_b["kept"] == 1
     rej = T.read_rows(tmp_path / "a" / "rejections.parquet")
@@ -275,6 +276,6 @@ def test_duplicates_across_chunks(tmp_path: Path) -> None:
     assert merged["in"] == 4 and merged["kept"] == 2
 
     # without a duplicates file the search is chunk-local: chunk a alone has no duplicate
-    rec_local = filter_chunk(_cfg(), "a", paths["a"], tmp_path / "a_local")
+    rec_local = filter_chunk(FilterSettings.from_config(_cfg()), "a", paths["a"], tmp_path / "a_local")
     assert rec_local["kept"] == 2 and rec_local["extra"]["dedup_scope.chunk"] == 1
 

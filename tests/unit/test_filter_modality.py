@@ -12,6 +12,7 @@ from PIL import Image
 
 from pmcflow import schema as S
 from pmcflow import tables as T
+from pmcflow.filter.checks import FilterSettings
 from pmcflow.filter.modality import (
     SHIPPED_CHECKPOINT,
     TrainSettings,
@@ -70,12 +71,12 @@ def test_modality_rejections_with_a_trained_model(tmp_path: Path, tiny_modality:
     T.write_table([row], S.ENRICHED, enr)
     classes = json.loads((tiny_modality.parent / "metrics.json").read_text())["classes"]
     cfg: dict[str, Any] = {"filter": {"modality": {"checkpoint": str(tiny_modality), "keep": ["none"], "drop": []}}}
-    rec = filter_chunk(cfg, "c0", enr, tmp_path / "o")
+    rec = filter_chunk(FilterSettings.from_config(cfg), "c0", enr, tmp_path / "o")
     assert rec["rejected"] == {"modality_not_kept": 1}
     detail = T.read_rows(tmp_path / "o" / "rejections.parquet")[0]["detail"]
     assert any(f"modality={c}" in detail for c in classes)
     cfg = {"filter": {"modality": {"checkpoint": str(tiny_modality), "keep": classes, "drop": []}}}
-    rec = filter_chunk(cfg, "c0", enr, tmp_path / "o2")
+    rec = filter_chunk(FilterSettings.from_config(cfg), "c0", enr, tmp_path / "o2")
     out = T.read_rows(tmp_path / "o2" / "dataset.parquet")[0]
     assert rec["kept"] == 1 and out["modality"] in classes and 0.0 < out["modality_score"] <= 1.0
     backend = f"timm:mobilenetv3_small_050@{tiny_modality.name}#{T.file_sha256(tiny_modality)[:12]}"

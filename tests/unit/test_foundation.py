@@ -163,21 +163,6 @@ def test_cli_user_errors_are_one_line_and_fail(tmp_path: Path, capsys: pytest.Ca
         main(["shard", str(tmp_path / "missing.parquet"), "--out", str(tmp_path / "o")])
 
 
-def test_stage_config_refuses_sections_the_rule_did_not_pass() -> None:
-    from types import SimpleNamespace
-
-    from pmcflow.workflow import params_config
-
-    cfg = params_config(SimpleNamespace(parse={"max_xml_mb": 1}, seed=3), "parse", "seed")
-    assert cfg["parse"] == {"max_xml_mb": 1} and cfg.get("seed") == 3
-    with pytest.raises(KeyError, match="not passed to this rule"):
-        cfg.get("filter", {})
-    with pytest.raises(KeyError, match="not passed to this rule"):
-        cfg["source"]
-    with pytest.raises(KeyError, match="no params named"):
-        params_config(SimpleNamespace(parse={}), "parse", "seed")
-
-
 def test_rule_log_says_what_ran(tmp_path: Path) -> None:
     """Every rule script starts with start_rule_log: the log names the rule, its files and params,
     and its wall time, so a failed cluster job leaves something to read."""

@@ -551,7 +551,7 @@ def test_parse_chunk_round_trip(tmp_path: Path) -> None:
     _write_acquired(acquired, rows)
     out = tmp_path / "out"
     cfg = {"parse": {"max_xml_mb": 64, "verify_checksums": False}}  # the media md5s are fake
-    record = jats.parse_chunk(cfg, "c0000", str(acquired), str(out))
+    record = jats.parse_chunk(jats.ParseSettings.from_config(cfg), "c0000", str(acquired), str(out))
 
     assert record["in"] == 6 and record["kept"] == 3
     assert record["rejected"] == {"duplicate_article": 1, "xml_malformed": 1, "xml_unreadable": 1}
@@ -596,7 +596,7 @@ def test_parse_chunk_round_trip(tmp_path: Path) -> None:
 def test_parse_chunk_size_limit_from_config(tmp_path: Path) -> None:
     acquired = tmp_path / "acquired.parquet"
     _write_acquired(acquired, [_acquired_row("PMC3460867.1", str(FIXTURES / "pone.0046493.nxml"))])
-    record = jats.parse_chunk({"parse": {"max_xml_mb": 0.01}}, "c1", str(acquired), str(tmp_path / "o"))
+    record = jats.parse_chunk(jats.ParseSettings.from_section({"max_xml_mb": 0.01}), "c1", str(acquired), str(tmp_path / "o"))
     assert record["rejected"] == {"xml_too_large": 1} and record["kept"] == 0
 
 
@@ -604,7 +604,7 @@ def test_parse_chunk_empty(tmp_path: Path) -> None:
     acquired = tmp_path / "acquired.parquet"
     _write_acquired(acquired, [])
     out = tmp_path / "out"
-    record = jats.parse_chunk({}, "c0001", str(acquired), str(out))
+    record = jats.parse_chunk(jats.ParseSettings.from_section({}), "c0001", str(acquired), str(out))
     assert (record["in"], record["kept"], record["rejected"]) == (0, 0, {})
     for name, schema in (("articles", S.ARTICLES), ("figures", S.FIGURES), ("mentions", S.MENTIONS),
                          ("rejections", S.REJECTIONS)):

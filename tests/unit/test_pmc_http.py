@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import replace
 
 import pytest
 import requests
@@ -45,7 +46,7 @@ def test_token_bucket_spacing_with_fake_clock():
 
 
 def test_backoff_exponential_jitter_and_cap():
-    c = HttpClient(HttpSettings(backoff_s=1.0, backoff_max_s=10.0, rate_limit_per_s=None))
+    c = HttpClient(replace(HttpSettings.from_section({}), backoff_s=1.0, backoff_max_s=10.0, rate_limit_per_s=None))
     for attempt, full in [(0, 1.0), (1, 2.0), (2, 4.0), (3, 8.0), (4, 10.0), (9, 10.0)]:
         d = c.backoff_delay(attempt)
         assert full / 2 <= d <= full
@@ -69,7 +70,7 @@ def site(tmp_path):
 
 def _client(**kw) -> tuple[HttpClient, FakeClock]:
     clk = FakeClock()
-    settings = HttpSettings(rate_limit_per_s=None, retries=kw.pop("retries", 4), backoff_s=0.5,
+    settings = replace(HttpSettings.from_section({}), rate_limit_per_s=None, retries=kw.pop("retries", 4), backoff_s=0.5,
                             backoff_max_s=4.0, timeout_s=5.0, **kw)
     return HttpClient(settings, sleep=clk.sleep), clk
 

@@ -291,8 +291,8 @@ def test_rule_log_has_the_summary_and_no_bar(tmp_path: Path) -> None:
     code = (
         "from pmcflow.workflow import log_to_file\n"
         "log_to_file('rule.log')\n"
-        "from pmcflow.jats import parse_chunk\n"
-        "parse_chunk({}, 'c7', 'acquired.parquet', 'out')\n"
+        "from pmcflow.jats import ParseSettings, parse_chunk\n"
+        "parse_chunk(ParseSettings.from_section({}), 'c7', 'acquired.parquet', 'out')\n"
     )
     env = {k: v for k, v in os.environ.items() if k != P.ENV}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, timeout=120)

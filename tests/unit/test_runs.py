@@ -30,7 +30,7 @@ def test_one_run_per_variant_with_its_keys_over_the_section() -> None:
     assert R.variant_of(TRAIN, "clip.caption") == "caption"
     # The settings are what the trainer accepts (no workflow keys left over).
     for run in R.encoder_runs(TRAIN):
-        TR.resolve_config(R.run_settings(TRAIN, run))
+        TR.TrainSettings.from_section(R.run_settings(TRAIN, run))
 
 
 def test_without_variants_the_run_is_train_run() -> None:
@@ -45,8 +45,8 @@ def test_unknown_runs_and_workflow_keys_in_a_variant_are_errors() -> None:
         R.run_settings(TRAIN, "clip")
     with pytest.raises(R.RunError, match=r"train.variants.bad: \['run'\]"):
         R.encoder_runs({"run": "clip", "variants": {"bad": {"run": "x"}}})
-    with pytest.raises(TR.TrainError, match="unknown train keys"):
-        TR.resolve_config(R.run_settings({"run": "c", "variants": {"v": {"epoch": 3}}}, "c.v"))
+    with pytest.raises(TR.TrainError, match=r"train\.epoch: unknown key"):
+        TR.TrainSettings.from_section(R.run_settings({"run": "c", "variants": {"v": {"epoch": 3}}}, "c.v"))
 
 
 def test_best_epoch_by_metric_then_mrr_then_the_later_epoch() -> None:
@@ -70,4 +70,4 @@ def test_epoch_checkpoints_are_ordered_by_number(tmp_path: Path) -> None:
 
 def test_select_metric_is_checked() -> None:
     with pytest.raises(TR.TrainError, match="select_metric"):
-        TR.resolve_config({"select_metric": "R@3"})
+        TR.TrainSettings.from_section({"select_metric": "R@3"})

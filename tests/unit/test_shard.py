@@ -158,9 +158,9 @@ def test_text_field_ablations() -> None:
     assert SH.compose_text({"subcaption": "x", "caption": "x"}, ["subcaption", "caption"], " ") == "x"
     assert SH.compose_text(row, ["caption"], " ", max_chars=6) == "Figure"
     with pytest.raises(SH.ShardConfigError):
-        SH.resolve_config({"text_fields": ["nope"]})
+        SH.ShardSettings.from_section({"text_fields": ["nope"]})
     with pytest.raises(SH.ShardConfigError, match="must sum to 1"):
-        SH.resolve_config({"splits": {"train": 0.5}})
+        SH.ShardSettings.from_section({"splits": {"train": 0.5}})
     # Types, enums and unknown keys come from the schema, with the key's path in the message.
     for bad, path in (
         ({"text_max_chars": "abc"}, "shard.text_max_chars"),
@@ -170,8 +170,8 @@ def test_text_field_ablations() -> None:
         ({"bogus": 1}, r"shard\.bogus: unknown key"),
     ):
         with pytest.raises(SH.ShardConfigError, match=path):
-            SH.resolve_config(bad)
-    assert SH.resolve_config({})["max_bytes_per_shard"] == 1_000_000_000  # the schema's default
+            SH.ShardSettings.from_section(bad)
+    assert SH.ShardSettings.from_section({}).max_bytes_per_shard == 1_000_000_000  # the schema's default
 
 
 def test_deterministic_byte_identical(toy: Path, tmp_path: Path) -> None:
@@ -527,8 +527,8 @@ def _run(dataset: Path, out: Path, **cfg: object) -> tuple[dict, dict]:
 
 
 def test_verify_images_defaults_to_header() -> None:
-    assert SH.resolve_config({})["verify_images"] == "header"
-    assert SH.resolve_config({"verify_images": "decode"})["verify_images"] == "decode"
+    assert SH.ShardSettings.from_section({}).verify_images == "header"
+    assert SH.ShardSettings.from_section({"verify_images": "decode"}).verify_images == "decode"
 
 
 def test_header_mode_trusts_the_recorded_hash_and_decodes_crops_without_one(

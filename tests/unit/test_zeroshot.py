@@ -16,6 +16,7 @@ from PIL import Image
 from pmcflow import schema as S
 from pmcflow import tables as T
 from pmcflow.filter import checks as C
+from pmcflow.filter.checks import FilterSettings
 from pmcflow.filter.modality import SHIPPED_CHECKPOINT, load_backend
 from pmcflow.filter.stage import filter_chunk, phash_chunk
 from pmcflow.filter.zeroshot import (
@@ -178,7 +179,7 @@ def test_filter_stage_records_the_openclip_backend(tmp_path: Path, clf: ZeroShot
             "dedup": {"enabled": False},
         }
     }
-    phash_chunk(cfg, "c0", enr, tmp_path / "phash.parquet")
+    phash_chunk(FilterSettings.from_config(cfg), "c0", enr, tmp_path / "phash.parquet")
     ph = T.read_rows(tmp_path / "phash.parquet")
     assert [r["modality_backend"] for r in ph] == [clf.name] * 3
     expected = clf.predict([Image.open(tmp_path / f"c{k}.png") for k in range(3)])
@@ -186,12 +187,12 @@ def test_filter_stage_records_the_openclip_backend(tmp_path: Path, clf: ZeroShot
     assert np.allclose(
         [r["modality_score"] for r in ph], [s for _, s in expected], atol=1e-5
     )  # stored as float32
-    rec = filter_chunk(cfg, "c0", enr, tmp_path / "o", phash_path=tmp_path / "phash.parquet")
+    rec = filter_chunk(FilterSettings.from_config(cfg), "c0", enr, tmp_path / "o", phash_path=tmp_path / "phash.parquet")
     out = T.read_rows(tmp_path / "o" / "dataset.parquet")
     assert rec["kept"] == 3 and {r["modality_backend"] for r in out} == {clf.name}
     # drop every class: the rejection detail names the backend
     cfg["filter"]["modality"]["keep"], cfg["filter"]["modality"]["drop"] = [], list(PROMPTS)
-    rec = filter_chunk(cfg, "c0", enr, tmp_path / "o2")
+    rec = filter_chunk(FilterSettings.from_config(cfg), "c0", enr, tmp_path / "o2")
     assert rec["rejected"] == {"modality_dropped": 3}
     assert all(
         f"backend={clf.name}" in r["detail"] for r in T.read_rows(tmp_path / "o2" / "rejections.parquet")

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pmcflow import schema as S
 from pmcflow import tables as T
 
@@ -43,21 +41,28 @@ def _figure_rows(images: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
+    from pmcflow.config import load_config, parse_sets
+    from pmcflow.decompose.settings import DecomposeSettings
     from pmcflow.decompose.stage import decompose_chunk
 
     ap = argparse.ArgumentParser(prog="pmcflow decompose", description=__doc__.split("\n")[0])
     ap.add_argument("images", nargs="+", metavar="IMAGE")
     ap.add_argument("--out", required=True, help="output folder (subfigures.json, crops/)")
-    ap.add_argument("--backend", default="auto", help="auto (shipped detector, else xycut) or a backend name")
-    ap.add_argument("--checkpoint", default="shipped", help="'shipped', a checkpoint path, or 'none'")
     ap.add_argument(
-        "--score-threshold", type=float, default=None,
+        "--config", "-c", action="append", default=[], metavar="FILE",
+        help="config file(s) whose decompose section is the starting point (default: the schema's defaults)",
+    )
+    # Each option below overrides that one decompose key; unset, the config's (or the schema's) value.
+    ap.add_argument("--backend", help="auto (shipped detector, else xycut) or a backend name")
+    ap.add_argument("--checkpoint", help="'shipped', a checkpoint path, or 'none'")
+    ap.add_argument(
+        "--score-threshold", type=float,
         help="minimum box score (default: the checkpoint's own threshold, else 0.2)",
     )
-    ap.add_argument("--nms-iou", type=float, default=0.2)
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--min-box-px", type=int, default=16)
-    ap.add_argument("--crop-format", choices=("png", "source"), default="png")
+    ap.add_argument("--nms-iou", type=float)
+    ap.add_argument("--batch-size", type=int)
+    ap.add_argument("--min-box-px", type=int)
+    ap.add_argument("--crop-format", choices=("png", "source"))
     ap.add_argument("--no-label-reading", action="store_true", help="do not read printed panel letters")
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", dest="params",
@@ -66,32 +71,31 @@ def cli(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 if any image was rejected")
     args = ap.parse_args(argv)
 
-    params: dict[str, Any] = {}
-    for kv in args.params:
-        key, sep, raw = kv.partition("=")
-        if not sep:
-            ap.error(f"--set {kv!r} is not KEY=VALUE")
-        params[key.strip()] = yaml.safe_load(raw)
-    cfg = {
-        "decompose": {
-            "backend": args.backend,
-            "checkpoint": None if args.checkpoint.lower() == "none" else args.checkpoint,
-            "detector_params": params,
-            "score_threshold": args.score_threshold,
-            "nms_iou": args.nms_iou,
-            "batch_size": args.batch_size,
-            "min_box_px": args.min_box_px,
-            "crop_format": args.crop_format,
-            "label_reading": not args.no_label_reading,
-        }
+    section = dict(load_config(args.config).get("decompose") or {}) if args.config else {}
+    flags = {
+        "backend": args.backend,
+        "checkpoint": args.checkpoint,
+        "score_threshold": args.score_threshold,
+        "nms_iou": args.nms_iou,
+        "batch_size": args.batch_size,
+        "min_box_px": args.min_box_px,
+        "crop_format": args.crop_format,
     }
+    section.update({k: v for k, v in flags.items() if v is not None})
+    if str(section.get("checkpoint", "")).lower() == "none":
+        section["checkpoint"] = None
+    if args.no_label_reading:
+        section["label_reading"] = False
+    if args.params:
+        section["detector_params"] = {**(section.get("detector_params") or {}), **parse_sets(args.params)}
+    settings = DecomposeSettings.from_section(section)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".decompose-", dir=out) as tmp:
         figs = Path(tmp) / "figures.parquet"
         T.write_table(_figure_rows(args.images), S.FIGURES, figs)
         work = Path(tmp) / "stage"
-        decompose_chunk(cfg, "cli", str(figs), str(work))
+        decompose_chunk(settings, "cli", str(figs), str(work))
         crops = out / "crops"
         if crops.exists():
             shutil.rmtree(crops)

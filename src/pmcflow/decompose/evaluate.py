@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from pmcflow.decompose.order import SOURCE_DETECTED
-from pmcflow.decompose.stage import Planned, build_detector, load_label_reader, plan_subfigures, settings
+from pmcflow.decompose.settings import DecomposeSettings
+from pmcflow.decompose.stage import Planned, build_detector, load_label_reader, plan_subfigures
 from pmcflow.detect.base import Box
 from pmcflow.detect.evaluate import evaluate, iou_matrix, summary
 from pmcflow.detect.images import load_image
@@ -130,9 +131,9 @@ def evaluate_decomposition(
     cfg: Mapping[str, Any], figs: Sequence[GTFigure], *, with_oracle: bool = True
 ) -> dict[str, Any]:
     """Detection and label metrics of the configured decomposition on ``figs`` (see module doc)."""
-    dcfg = settings(cfg)
+    dcfg = DecomposeSettings.from_config(cfg)
     info = build_detector(dcfg)
-    reader = load_label_reader(dcfg) if dcfg["label_reading"] else None
+    reader = load_label_reader(dcfg) if dcfg.label_reading else None
     gt = _coco(figs)
     raw_preds: list[dict[str, Any]] = []
     final_preds: list[dict[str, Any]] = []
@@ -143,7 +144,7 @@ def evaluate_decomposition(
         im = load_image(f.image)
         t0 = time.perf_counter()
         boxes = info.detector.predict(
-            [im], score_threshold=info.score_threshold, nms_iou=float(dcfg["nms_iou"]), batch_size=1
+            [im], score_threshold=info.score_threshold, nms_iou=dcfg.nms_iou, batch_size=1
         )[0]
         t_detect += time.perf_counter() - t0
         raw_preds += [{"image_id": i + 1, "bbox": [b.x, b.y, b.w, b.h], "score": b.score} for b in boxes]

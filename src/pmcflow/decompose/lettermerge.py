@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pmcflow.decompose.settings import DecomposeSettings
 from pmcflow.detect.base import Box
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -122,17 +123,15 @@ def merge_with_reader(
     return merge_by_letters(boxes, letter_boxes(read, wanted), max_overlap)
 
 
-def letter_refiner(decompose: Mapping[str, Any] | None = None) -> Any:
+def letter_refiner(decompose: DecomposeSettings | None = None) -> Any:
     """``refine`` for :func:`pmcflow.detect.base.run_detection`: merge by the letters the shipped
     label reader finds (no caption: the run from ``a``), with the reader's ``label_min_prob`` and the
-    ``letter_merge_overlap`` of ``decompose`` (that section; the schema's defaults where unset).
+    ``letter_merge_overlap`` of ``decompose`` (the schema's defaults when None).
     Raises when no reader ships."""
-    from pmcflow.config import subsection
     from pmcflow.decompose.labelreader import LabelReader
-
-    dcfg = subsection(decompose, "decompose")
-    max_overlap = float(dcfg["letter_merge_overlap"])
-    reader = LabelReader.shipped(min_prob=float(dcfg["label_min_prob"]))
+    dcfg = decompose if decompose is not None else DecomposeSettings.from_section(None)
+    max_overlap = dcfg.letter_merge_overlap
+    reader = LabelReader.shipped(min_prob=dcfg.label_min_prob)
     if reader is None:
         raise RuntimeError("letter merging needs the shipped label reader (pmcflow/data/labelreader)")
     return lambda image, boxes: merge_with_reader(reader, image, boxes, None, max_overlap)

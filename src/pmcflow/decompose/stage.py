@@ -1,6 +1,7 @@
 """The decompose stage: figure graphics -> subfigure boxes, crops and panel letters.
 
-``decompose_chunk(cfg, chunk, figures_path, outputs)`` reads one chunk's FIGURES table and writes
+``decompose_chunk(settings, chunk, figures_path, outputs)`` reads one chunk's FIGURES table (with the
+``decompose`` section as a :class:`~pmcflow.decompose.settings.DecomposeSettings`) and writes
 the ``decompose_chunk`` rule's outputs (:func:`pmcflow.tables.stage_outputs`)::
 
     subfigures    schema.SUBFIGURES, one row per subfigure
@@ -32,7 +33,6 @@ from PIL import Image
 
 from pmcflow import schema as S
 from pmcflow import tables as T
-from pmcflow.config import section as config_section
 from pmcflow.decompose.order import (
     SOURCE_POSITION,
     SOURCE_SINGLE,
@@ -41,22 +41,18 @@ from pmcflow.decompose.order import (
     assign_positions,
     reading_order,
 )
+from pmcflow.decompose.settings import DecomposeSettings
 from pmcflow.detect.base import DEFAULT_SCORE_THRESHOLD, Box, Detector, get_detector
 from pmcflow.detect.images import ImageError, load_image
 from pmcflow.progress import Progress
+from pmcflow.settings import thaw
 from pmcflow.textclean import over_cap
 
 STAGE = "decompose"
 log = logging.getLogger(__name__)
 
-# The ``decompose:`` config section and its defaults (docs/decompose.md).
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _WORD = re.compile(r"[^\W\d_]{2,}")  # a word of two or more letters
-
-
-def settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """``cfg["decompose"]`` with the schema's defaults (pmcflow.config.section: the one place they live)."""
-    return config_section(cfg, "decompose")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -90,14 +86,13 @@ class DetectorInfo:
     threshold_source: str = "default"  # config | model (the checkpoint's own) | default
 
 
-def build_detector(dcfg: Mapping[str, Any]) -> DetectorInfo:
-    """The configured detector (``backend``/``checkpoint``/``detector_params`` of ``dcfg``, the
-    ``decompose`` section as :func:`settings` fills it)."""
+def build_detector(dcfg: DecomposeSettings) -> DetectorInfo:
+    """The configured detector (``backend``/``checkpoint``/``detector_params`` of ``dcfg``)."""
     from pmcflow.detect.default import resolve_threshold, shipped_checkpoint_for, shipped_model
 
-    backend = str(dcfg["backend"])
-    ckpt_opt = dcfg["checkpoint"]
-    params = dict(dcfg["detector_params"])
+    backend = dcfg.backend
+    ckpt_opt = dcfg.checkpoint
+    params = thaw(dcfg.detector_params)
     ckpt: Path | None
     if backend == "auto":
         found = shipped_model() if ckpt_opt in ("shipped", None, "") else None
@@ -120,7 +115,7 @@ def build_detector(dcfg: Mapping[str, Any]) -> DetectorInfo:
         if not ckpt.exists():
             raise FileNotFoundError(f"decompose.checkpoint {ckpt} does not exist")
     det = get_detector(backend, checkpoint=ckpt, **params)
-    threshold = resolve_threshold(dcfg.get("score_threshold"), backend, ckpt)
+    threshold = resolve_threshold(dcfg.score_threshold, backend, ckpt)
     if ckpt is None:
         used = getattr(det, "params", params)
         return DetectorInfo(det, backend, backend, f"weight-free:{backend}@{params_hash(used)}", *threshold)
@@ -263,14 +258,14 @@ def _items(
 
 
 def _detect_batch(
-    info: DetectorInfo, images: list[Image.Image], dcfg: Mapping[str, Any]
+    info: DetectorInfo, images: list[Image.Image], dcfg: DecomposeSettings
 ) -> list[list[Box] | Exception]:
     """Detect on a batch; if the batch fails, retry image by image so one bad input costs one item."""
     det = info.detector
     kw = {
         "score_threshold": info.score_threshold,
-        "nms_iou": float(dcfg["nms_iou"]),
-        "batch_size": int(dcfg["batch_size"]),
+        "nms_iou": dcfg.nms_iou,
+        "batch_size": dcfg.batch_size,
     }
     try:
         return list(det.predict(images, **kw))
@@ -285,7 +280,7 @@ def _detect_batch(
 
 
 def decompose_chunk(
-    cfg: Mapping[str, Any],
+    settings: DecomposeSettings,
     chunk: str,
     figures_path: str,
     outputs: T.Outputs,
@@ -304,36 +299,34 @@ def decompose_chunk(
     from pmcflow.detect.default import trained_record
     from pmcflow.enrich.rules import caption_letters, caption_positions
 
-    dcfg = settings(cfg)
+    dcfg = settings
     if trained_model is not None:
         trained = trained_record(trained_model)
-        dcfg = {**dcfg, "backend": trained["backend"], "checkpoint": trained["checkpoint"]}
+        dcfg = dcfg.replace(backend=trained["backend"], checkpoint=trained["checkpoint"])
     out = T.stage_outputs("decompose_chunk", outputs)
     rows = T.read_rows(figures_path)
     rej = T.Rejections(STAGE, chunk)
     totals = _Totals()
-    items = _items(rows, rej, totals, int(dcfg["max_caption_chars"]))
+    items = _items(rows, rej, totals, dcfg.max_caption_chars)
     info = build_detector(dcfg) if items else None
-    use_reader = dcfg["label_reading"] or dcfg["letter_merge"]
+    use_reader = dcfg.label_reading or dcfg.letter_merge
     loaded = load_label_reader(dcfg) if items and use_reader else None
-    reader = loaded if dcfg["label_reading"] else None  # reads each subfigure's letter
-    merger = loaded if dcfg["letter_merge"] else None  # merges the boxes split off a lettered panel
-    fmt_cfg = str(dcfg["crop_format"])
-    if fmt_cfg not in ("png", "source"):
-        raise ValueError(f"decompose.crop_format must be png or source, not {fmt_cfg!r}")
-    jpeg_fmt = f"jpeg-q{int(dcfg['jpeg_quality'])}"
+    reader = loaded if dcfg.label_reading else None  # reads each subfigure's letter
+    merger = loaded if dcfg.letter_merge else None  # merges the boxes split off a lettered panel
+    fmt_cfg = dcfg.crop_format  # png | source (the schema's enum)
+    jpeg_fmt = f"jpeg-q{dcfg.jpeg_quality}"
 
     crops_final = out["crops"]
     sub_rows: list[dict[str, Any]] = []
     bar = Progress(len(items), desc=f"decompose {chunk}", unit="graphic")
     with T.atomic_dir(crops_final) as crops_tmp, bar:  # the crops appear all at once, or not at all
-        bs = max(1, int(dcfg["batch_size"]))
+        bs = max(1, dcfg.batch_size)
         for start in range(0, len(items), bs):
             todo = items[start : start + bs]
             batch: list[tuple[_Item, Image.Image]] = []
             for it in todo:
                 try:
-                    batch.append((it, load_image(it.path, max_pixels=int(dcfg["max_pixels"]))))
+                    batch.append((it, load_image(it.path, max_pixels=dcfg.max_pixels)))
                 except ImageError as exc:
                     rej.add(it.item_id, exc.reason, exc.detail, pmcid=it.row.get("pmcid"))
             if not batch:
@@ -355,7 +348,7 @@ def decompose_chunk(
                 letters = caption_letters(caption, title)
                 if merger is not None:
                     n_boxes = len(boxes)
-                    boxes = merge_with_reader(merger, im, boxes, letters, float(dcfg["letter_merge_overlap"]))
+                    boxes = merge_with_reader(merger, im, boxes, letters, dcfg.letter_merge_overlap)
                     totals.n_letter_merged += n_boxes - len(boxes)
                 places = [] if letters else caption_positions(caption, title)
                 new = _subfigures(it, im, boxes, dcfg, info, reader, letters, places, fmt, crops_tmp, crops_final)
@@ -380,7 +373,7 @@ def decompose_chunk(
         extra["score_threshold"] = f"{info.score_threshold:g} ({info.threshold_source})"
     if reader is not None:
         extra["label_reader_sha256"] = reader.sha256
-    elif items and dcfg["label_reading"]:
+    elif items and dcfg.label_reading:
         extra["label_reader_sha256"] = "unavailable"
     record = T.counts_record(STAGE, totals.n_in, totals.n_kept, rej.by_reason(), chunk=chunk, extra=extra)
     return T.write_stage(
@@ -405,7 +398,7 @@ class Planned:
 def plan_subfigures(
     im: Image.Image,
     boxes: Sequence[Box],
-    dcfg: Mapping[str, Any],
+    dcfg: DecomposeSettings,
     reader: Any = None,
     caption_letters: Sequence[str] = (),
     caption_places: Sequence[str] = (),
@@ -416,8 +409,8 @@ def plan_subfigures(
     each box the place it sits in (``caption-position``) when every box and every place match up.
     """
     W, H = im.size
-    kept = clip_boxes(boxes, W, H, float(dcfg["min_box_px"]))
-    if is_single_panel(kept, W, H, float(dcfg["single_panel_cover"])):
+    kept = clip_boxes(boxes, W, H, float(dcfg.min_box_px))
+    if is_single_panel(kept, W, H, dcfg.single_panel_cover):
         score = kept[0][4] if kept else 1.0
         return [Planned(0, 0, W, H, score, True, None, SOURCE_SINGLE)]
     xywh = [b[:4] for b in kept]
@@ -435,7 +428,7 @@ def _subfigures(
     it: _Item,
     im: Image.Image,
     boxes: Sequence[Box],
-    dcfg: Mapping[str, Any],
+    dcfg: DecomposeSettings,
     info: DetectorInfo,
     reader: Any,
     caption_letters: Sequence[str],
@@ -452,7 +445,7 @@ def _subfigures(
     out: list[dict[str, Any]] = []
     for j, p in enumerate(plan_subfigures(im, boxes, dcfg, reader, caption_letters, caption_places)):
         name = f"{_safe(str(row['figure_id']))}-g{it.k}-s{j}.{crop_ext(fmt)}"
-        data = encode_crop(im.crop((p.x, p.y, p.x + p.w, p.y + p.h)), fmt, int(dcfg["jpeg_quality"]))
+        data = encode_crop(im.crop((p.x, p.y, p.x + p.w, p.y + p.h)), fmt, dcfg.jpeg_quality)
         (crops_tmp / rel_dir / name).write_bytes(data)
         uid = f"{row['figure_uid']}/s{j}" if it.k == 0 else f"{row['figure_uid']}/g{it.k}-s{j}"
         out.append(
@@ -485,14 +478,14 @@ def _subfigures(
     return out
 
 
-def load_label_reader(dcfg: Mapping[str, Any]) -> Any:
+def load_label_reader(dcfg: DecomposeSettings) -> Any:
     """The shipped label reader, or None (with a warning) when it or torch/scipy is unavailable."""
     try:
         from pmcflow.decompose.labelreader import LabelReader
     except ImportError as exc:
         log.warning("label reading disabled: %s (install torch and scipy)", exc)
         return None
-    reader = LabelReader.shipped(min_prob=float(dcfg["label_min_prob"]))
+    reader = LabelReader.shipped(min_prob=dcfg.label_min_prob)
     if reader is None:
         log.warning("label reading disabled: the package ships no label reader weights")
     return reader

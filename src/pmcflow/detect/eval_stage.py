@@ -22,7 +22,8 @@ from pmcflow import tables as T
 from pmcflow.detect.base import get_detector
 from pmcflow.detect.default import default_detector, trained_record
 from pmcflow.detect.evaluate import summary, write_report
-from pmcflow.detect.stage import _score, section
+from pmcflow.detect.settings import DetectorSettings
+from pmcflow.detect.stage import _score
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def _detectors(trained: Mapping[str, Any] | None) -> list[tuple[str, str, Any]]:
 
 
 def evaluate_stage(
-    cfg: Mapping[str, Any],
+    dcfg: DetectorSettings,
     sets: Mapping[str, tuple[str | Mapping[str, Any], str]],
     eval_path: str | os.PathLike[str],
     *,
@@ -89,7 +90,6 @@ def evaluate_stage(
     metrics summary}}}} and beside it, per detector and set, the full metrics and the PR curve
     (named by :func:`pmcflow.layout.detector_metrics` and :func:`~pmcflow.layout.detector_pr`).
     """
-    dcfg = section(cfg)
     out = Path(eval_path).parent
     out.mkdir(parents=True, exist_ok=True)
     trained = trained_record(trained_model) if trained_model else None
@@ -97,9 +97,9 @@ def evaluate_stage(
         name: (gt if isinstance(gt, Mapping) else json.loads(Path(gt).read_text()), root)
         for name, (gt, root) in sorted(sets.items())
     }
-    report: dict[str, Any] = {"detectors": {}, "iou": float(dcfg["eval"]["iou"])}
+    report: dict[str, Any] = {"detectors": {}, "iou": dcfg.eval.iou}
     refine = None
-    if dcfg["letter_merge"]:  # as decomposition does: boxes kept at the threshold, then merged
+    if dcfg.letter_merge:  # as decomposition does: boxes kept at the threshold, then merged
         from pmcflow.decompose.lettermerge import letter_refiner
 
         refine = letter_refiner()
@@ -120,18 +120,17 @@ def evaluate_stage(
 
 
 def eval_sets_from_config(
-    cfg: Mapping[str, Any], holdout_dir: str | None
+    dcfg: DetectorSettings, holdout_dir: str | None
 ) -> dict[str, tuple[str | Mapping[str, Any], str]]:
     """The evaluation sets a run uses: synthetic holdout, demo figures, configured real COCO sets."""
-    dcfg = section(cfg)
     sets: dict[str, tuple[str | Mapping[str, Any], str]] = {}
     if holdout_dir:
         sets["synthetic_holdout"] = (str(Path(holdout_dir) / "annotations.json"), holdout_dir)
-    demo = dcfg["eval"].get("demo_figures")
+    demo = dcfg.eval.demo_figures
     if demo:
         corpus = Path(demo).parent / "pmc-cloud"
         sets["demo_figures"] = (demo_figures_to_coco(demo, corpus), str(corpus))
-    real: Sequence[Mapping[str, str]] = dcfg["eval"].get("real_coco") or []
+    real: Sequence[Mapping[str, Any]] = dcfg.eval.real_coco
     for item in real:
         sets[str(item["name"])] = (str(item["annotations"]), str(item["images"]))
     return sets

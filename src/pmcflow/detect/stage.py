@@ -16,51 +16,48 @@ from pathlib import Path
 from typing import Any
 
 from pmcflow import tables as T
-from pmcflow.config import section as config_section
 from pmcflow.detect.base import Box, get_detector, run_detection
 from pmcflow.detect.default import TRAIN_RECORD
 from pmcflow.detect.evaluate import evaluate
+from pmcflow.detect.settings import DetectorSettings
 
 log = logging.getLogger(__name__)
 
-def section(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``detector`` section with the schema's defaults (config/schema/config.schema.yaml)."""
-    return config_section(cfg, "detector")
-
-
-def train_stage(cfg: Mapping[str, Any], train_dir: str, val_dir: str | None, out_dir: str) -> dict[str, Any]:
-    """Train ``detector.backend`` and write its record ``out_dir/train.json`` (:data:`TRAIN_RECORD`)."""
-    dcfg = section(cfg)
+def train_stage(
+    dcfg: DetectorSettings, seed: int, train_dir: str, val_dir: str | None, out_dir: str
+) -> dict[str, Any]:
+    """Train ``detector.backend`` and write its record ``out_dir/train.json`` (:data:`TRAIN_RECORD`);
+    ``seed`` is the run's, for the backends that draw random numbers."""
     out = Path(out_dir)
-    detector = get_detector(dcfg["backend"])
+    detector = get_detector(dcfg.backend)
     # the run's seed, for the backends that draw random numbers (xycut has no seed parameter)
-    seed = {"seed": int(cfg.get("seed", 0))} if "seed" in getattr(detector, "params", {}) else {}
-    params = {**seed, **dict(dcfg["params"].get(dcfg["backend"]) or {})}
+    seeded = {"seed": int(seed)} if "seed" in getattr(detector, "params", {}) else {}
+    params = {**seeded, **dcfg.backend_params()}
     result = detector.train(Path(train_dir), Path(val_dir) if val_dir else None, out, params)
-    record = {"backend": dcfg["backend"], **result.to_json(), **_own_threshold(dcfg, result.checkpoint, val_dir)}
+    record = {"backend": dcfg.backend, **result.to_json(), **_own_threshold(dcfg, result.checkpoint, val_dir)}
     T.write_json(out / TRAIN_RECORD, record)
-    log.info("trained %s -> %s (%.1f images/s)", dcfg["backend"], result.checkpoint, result.images_per_s)
+    log.info("trained %s -> %s (%.1f images/s)", dcfg.backend, result.checkpoint, result.images_per_s)
     return record
 
 
-def _own_threshold(dcfg: Mapping[str, Any], checkpoint: Path, val_dir: str | None) -> dict[str, Any]:
+def _own_threshold(dcfg: DetectorSettings, checkpoint: Path, val_dir: str | None) -> dict[str, Any]:
     """The threshold that travels with a trained checkpoint (``score_threshold`` in train.json,
     read by :func:`pmcflow.detect.default.resolve_threshold`): the best-F1 threshold on the
     validation renders, or none without a validation set."""
     if not val_dir or not (Path(val_dir) / "annotations.json").is_file():
         return {}
     gt = json.loads((Path(val_dir) / "annotations.json").read_text(encoding="utf-8"))
-    metrics, _ = _score(dcfg, get_detector(dcfg["backend"], checkpoint=checkpoint), gt, str(val_dir))
+    metrics, _ = _score(dcfg, get_detector(dcfg.backend, checkpoint=checkpoint), gt, str(val_dir))
     if not isinstance(metrics.get("threshold"), int | float) or not metrics.get("f1"):
         return {}  # nothing detected on the validation set: no threshold to recommend
     return {
         "score_threshold": round(float(metrics["threshold"]), 4),
-        "score_threshold_chosen_on": f"best F1@{dcfg['eval']['iou']} on the validation renders ({val_dir})",
+        "score_threshold_chosen_on": f"best F1@{dcfg.eval.iou} on the validation renders ({val_dir})",
     }
 
 
 def _score(
-    dcfg: Mapping[str, Any],
+    dcfg: DetectorSettings,
     detector: Any,
     gt_d: Mapping[str, Any],
     root: str,
@@ -73,9 +70,9 @@ def _score(
     results = run_detection(
         detector,
         paths,
-        score_threshold=float(dcfg["score_threshold"]) if refine is not None else 0.0,
-        nms_iou=float(dcfg["nms_iou"]),
-        batch_size=int(dcfg["batch_size"]),
+        score_threshold=dcfg.score_threshold if refine is not None else 0.0,
+        nms_iou=dcfg.nms_iou,
+        batch_size=dcfg.batch_size,
         refine=refine,
     )
     preds = []
@@ -85,6 +82,6 @@ def _score(
                 {"image_id": im["id"], "category_id": 1, "bbox": b.as_list(), "score": float(b.score)}
             )
     metrics = evaluate(
-        gt_d, preds, iou=float(dcfg["eval"]["iou"]), fixed_threshold=float(dcfg["score_threshold"])
+        gt_d, preds, iou=dcfg.eval.iou, fixed_threshold=dcfg.score_threshold
     )
     return metrics, sum(1 for r in results if r.error)

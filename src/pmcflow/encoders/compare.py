@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from pmcflow.encoders.embedding import mmd_permutation_test, plot_tsne, tsne_2d
+from pmcflow.encoders.settings import EmbeddingSettings
 from pmcflow.seeding import derive_seed, seeded_subset
 from pmcflow.tables import Outputs, stage_outputs, write_json, write_table
 
@@ -91,7 +92,7 @@ def _png_name(benchmark: str) -> str:
 
 def compare_models(
     models: Mapping[str, str | os.PathLike[str]],
-    settings: Mapping[str, Any],
+    settings: EmbeddingSettings | Mapping[str, Any] | None,
     seed: int,
     outputs: Outputs,
     *,
@@ -101,13 +102,14 @@ def compare_models(
     ``compare_embeddings`` rule's outputs ``mmd``, ``tsne``, ``summary`` and ``plots`` (a folder) --
     the rule's named outputs, or a folder (:func:`pmcflow.tables.stage_outputs`).
 
-    ``settings``: ``max_images``, ``permutations``, ``perplexity`` (``evaluate.embedding``).
+    ``settings``: ``evaluate.embedding`` (:class:`~pmcflow.encoders.settings.EmbeddingSettings`, or
+    that section as a mapping, filled from the schema).
     """
     if len(models) < 2:
         raise CompareError(f"an embedding comparison needs two or more models, got {list(models)}")
     say = log or (lambda _msg: None)
-    max_images, n_perm = int(settings["max_images"]), int(settings["permutations"])
-    perplexity = float(settings["perplexity"])
+    emb = EmbeddingSettings.from_section(settings)
+    max_images, n_perm, perplexity = emb.max_images, emb.permutations, float(emb.perplexity)
     out = stage_outputs("compare_embeddings", outputs)
     out["plots"].mkdir(parents=True, exist_ok=True)
     loaded = {name: read_embeddings(path) for name, path in models.items()}

@@ -43,7 +43,9 @@ import pyarrow as pa
 
 from pmcflow.devices import resolve_device
 from pmcflow.encoders.model import Encoder
+from pmcflow.encoders.settings import EvaluateSettings, ZeroShotSettings
 from pmcflow.seeding import seeded_subset
+from pmcflow.settings import thaw
 from pmcflow.tables import Outputs, stage_outputs, write_json, write_table
 
 STAGE = "evaluate_encoder"
@@ -93,16 +95,6 @@ RANKS_SCHEMA = pa.schema(
 
 class EvaluateError(ValueError):
     """A user error: a bad evaluate setting, an unknown baseline, a model that cannot be loaded."""
-
-
-def resolve_config(cfg_eval: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``evaluate`` section with the schema's defaults (the one place they live), checked: an
-    unknown key or a bad value raises :class:`pmcflow.config.ConfigError` naming its path."""
-    from pmcflow.config import section
-
-    cfg = section({"evaluate": dict(cfg_eval or {})}, "evaluate")
-    cfg["recall_at"] = sorted(int(k) for k in cfg["recall_at"])
-    return cfg
 
 
 # ----------------------------------------------------------------------------------------------
@@ -319,13 +311,13 @@ def zero_shot(
     encoder: Encoder,
     images: Iterable[Any] | np.ndarray,
     labels: Sequence[str],
-    zs: Mapping[str, Any],
+    zs: ZeroShotSettings,
     class_names: Mapping[str, str],
     batch_size: int,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(classes, y_true, y_pred); ``images`` are PIL images or precomputed normalised embeddings."""
     classes = sorted(set(labels))
-    cls_emb = class_embeddings(encoder, [class_names.get(c, c) for c in classes], zs["templates"], batch_size)
+    cls_emb = class_embeddings(encoder, [class_names.get(c, c) for c in classes], list(zs.templates), batch_size)
     img_emb = images if isinstance(images, np.ndarray) else encoder.images(images, batch_size)
     y_pred = (img_emb @ cls_emb.T).argmax(axis=1)
     index = {c: i for i, c in enumerate(classes)}
@@ -395,7 +387,7 @@ def baseline_encoder(
 
 
 def evaluate_encoder(
-    cfg_eval: Mapping[str, Any] | None,
+    settings: EvaluateSettings | Mapping[str, Any] | None,
     seed: int,
     train_dir: str | os.PathLike[str] | None,
     shards_dir: str | os.PathLike[str],
@@ -411,21 +403,21 @@ def evaluate_encoder(
     ``evaluate.baselines[baseline]`` names -- on ``shards_dir``; write the outputs of the rule
     ``evaluate_encoder`` (or ``evaluate_baseline``, which adds ``model``): the rule's named outputs,
     or a folder (:func:`pmcflow.tables.stage_outputs`)."""
-    cfg = resolve_config(cfg_eval)
-    cfg["device"] = resolve_device(str(cfg["device"]))
+    cfg = EvaluateSettings.from_section(settings)  # a library caller may pass the section as a dict
+    device = resolve_device(cfg.device)
     say = log or (lambda msg: print(msg, file=sys.stderr))
     out = stage_outputs("evaluate_encoder" if baseline is None else "evaluate_baseline", outputs)
-    if cfg["threads"]:
+    if cfg.threads:
         import torch
 
-        torch.set_num_threads(int(cfg["threads"]))
+        torch.set_num_threads(cfg.threads)
     base_rec: dict[str, Any] | None = None
     if baseline is not None:
-        if baseline not in cfg["baselines"]:
+        if baseline not in cfg.baselines:
             raise EvaluateError(
-                f"no baseline {baseline!r} in evaluate.baselines (have: {sorted(cfg['baselines'])})"
+                f"no baseline {baseline!r} in evaluate.baselines (have: {sorted(cfg.baselines)})"
             )
-        encoder, base_rec = baseline_encoder(baseline, cfg["baselines"][baseline], out["model"], seed, cfg["device"])
+        encoder, base_rec = baseline_encoder(baseline, cfg.baselines[baseline], out["model"], seed, device)
         model_id, checkpoint = base_rec["model"], None
         say(f"{STAGE}: baseline {baseline}: {base_rec['model']} ({base_rec['weights']})")
     else:
@@ -434,40 +426,40 @@ def evaluate_encoder(
         train = json.loads((Path(train_dir) / "train.json").read_text(encoding="utf-8"))
         model_id = model_id or train["model_id"]
         checkpoint = checkpoint or train["checkpoint"]
-        encoder = Encoder(model_id, checkpoint, cfg["device"])
-    bs = int(cfg["batch_size"])
-    n_boot, ci = int(cfg["bootstrap"]), float(cfg["ci"])
+        encoder = Encoder(model_id, checkpoint, device)
+    bs = cfg.batch_size
+    n_boot, ci = cfg.bootstrap, cfg.ci
     rows: list[dict[str, Any]] = []
     result: dict[str, Any] = {
         "stage": STAGE,
         "seed": int(seed),
-        "config": cfg,
+        "config": {**cfg.to_dict(), "device": device},
         "model_id": model_id,
         "checkpoint": checkpoint,
         "baseline": base_rec,
-        "split": cfg["split"],
+        "split": cfg.split,
         "retrieval": {},
         "zero_shot": {},
         "skipped": {},
     }
 
-    samples = read_split(shards_dir, cfg["split"], max_pairs=cfg["max_pairs"], seed=seed)
-    say(f"{STAGE}: {len(samples)} {cfg['split']} pairs")
+    samples = read_split(shards_dir, cfg.split, max_pairs=cfg.max_pairs, seed=seed)
+    say(f"{STAGE}: {len(samples)} {cfg.split} pairs")
     img_emb = txt_emb = None
     if len(samples) >= 2:
         texts = [s["text"] for s in samples]
         img_emb = encoder.images((s["image"] for s in samples), bs)
         txt_emb = encoder.texts(texts, bs)
-        if cfg["group_identical_texts"]:
+        if cfg.group_identical_texts:
             groups = text_groups(texts)
         else:
             groups = np.arange(len(samples))
         i2t, t2i = retrieval_ranks(img_emb, txt_emb, groups)
         for direction, ranks, salt in (("image_to_text", i2t, 1), ("text_to_image", t2i, 2)):
-            metrics = rank_metrics(ranks, cfg["recall_at"], n_boot, ci, seed=seed * 1000 + salt)
+            metrics = rank_metrics(ranks, list(cfg.recall_at), n_boot, ci, seed=seed * 1000 + salt)
             result["retrieval"][direction] = {m["metric"]: m for m in metrics}
             rows += [
-                {"task": "retrieval", "dataset": cfg["split"], "direction": direction, **m} for m in metrics
+                {"task": "retrieval", "dataset": cfg.split, "direction": direction, **m} for m in metrics
             ]
         result["retrieval"]["n_pairs"] = len(samples)
         result["retrieval"]["n_text_groups"] = int(len(np.unique(groups)))
@@ -476,7 +468,7 @@ def evaluate_encoder(
                 {k: m["value"] for k, m in result["retrieval"][d].items()}
                 for d in ("image_to_text", "text_to_image")
             ],
-            cfg["recall_at"],
+            list(cfg.recall_at),
         )
         write_table(
             [
@@ -492,34 +484,34 @@ def evaluate_encoder(
             out["ranks"],
         )
     else:
-        result["skipped"]["retrieval"] = f"{len(samples)} pairs in split {cfg['split']!r} (need >= 2)"
+        result["skipped"]["retrieval"] = f"{len(samples)} pairs in split {cfg.split!r} (need >= 2)"
         write_table([], RANKS_SCHEMA, out["ranks"])
 
-    zs = cfg["zero_shot"]
-    class_names = dict(zs["class_names"])
+    zs = cfg.zero_shot
+    class_names = dict(zs.class_names)
     # (a) labelled panels of the held-out split itself.
-    col = zs["label_column"]
+    col = zs.label_column
     if col and img_emb is not None:
         labelled = [(i, s["meta"].get(col)) for i, s in enumerate(samples) if s["meta"].get(col)]
         n_cls = len({lab for _, lab in labelled})
-        if n_cls >= int(zs["min_classes"]):
+        if n_cls >= zs.min_classes:
             idx = [i for i, _ in labelled]
             classes, yt, yp = zero_shot(
                 encoder, img_emb[idx], [lab for _, lab in labelled], zs, class_names, bs
             )
-            name = f"{cfg['split']}:{col}"
+            name = f"{cfg.split}:{col}"
             metrics = classification_metrics(yt, yp, classes, n_boot, ci, seed=seed * 1000 + 3)
             result["zero_shot"][name] = {"classes": classes, **{m["metric"]: m for m in metrics}}
             rows += [{"task": "zero_shot", "dataset": name, "direction": None, **m} for m in metrics]
         else:
-            result["skipped"][f"zero_shot:{col}"] = f"{n_cls} labelled classes (need >= {zs['min_classes']})"
+            result["skipped"][f"zero_shot:{col}"] = f"{n_cls} labelled classes (need >= {zs.min_classes})"
     # (b) external labelled datasets.
     from PIL import Image
 
-    for j, spec in enumerate(zs["datasets"]):
+    for j, spec in enumerate(zs.datasets):
         name = str(spec.get("name") or Path(spec["path"]).name)
         paths, labels = load_labelled_images(spec)
-        if len(set(labels)) < int(zs["min_classes"]):
+        if len(set(labels)) < zs.min_classes:
             result["skipped"][f"zero_shot:{name}"] = f"{len(set(labels))} classes"
             continue
 
@@ -539,10 +531,10 @@ def evaluate_encoder(
     from pmcflow.encoders.suite import run_suite
     from pmcflow.tables import file_sha256
 
-    benches = B.resolve_benchmarks(cfg["benchmarks"])
+    benches = B.resolve_benchmarks(thaw(cfg.benchmarks))
     for extra in benchmarks_yaml:  # e.g. the demo benchmarks the workflow built
         benches += B.read_benchmarks_yaml(extra)
-    cache = FeatureCache(cfg["feature_cache"]) if cfg["feature_cache"] else None
+    cache = FeatureCache(cfg.feature_cache) if cfg.feature_cache else None
     model_key: dict[str, Any] = {
         "model_id": model_id,
         "checkpoint_sha256": file_sha256(checkpoint) if checkpoint else None,
@@ -557,7 +549,7 @@ def evaluate_encoder(
     result["benchmarks"] = suite.summary
     result["checkpoint_sha256"] = model_key["checkpoint_sha256"]
     if cache is not None:  # logged, not recorded: a cached and an uncached run write the same bytes
-        say(f"{STAGE}: feature cache {cfg['feature_cache']}: {cache.hits} hits, {cache.misses} computed")
+        say(f"{STAGE}: feature cache {cfg.feature_cache}: {cache.hits} hits, {cache.misses} computed")
     result["_feature_cache"] = cache
     write_table(_finite(suite.robustness), ROBUSTNESS_SCHEMA, out["robustness"])
     write_json(out["benchmarks"], {"benchmarks": suite.used})
@@ -618,7 +610,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(argv)
     config = load_config(args.config, args.overrides)  # the workflow's loader: schema, defaults
-    section, seed = config["evaluate"], int(config["seed"])
+    section, seed = EvaluateSettings.from_config(config), int(config["seed"])
     res = evaluate_encoder(
         section,
         seed if args.seed is None else args.seed,

@@ -41,51 +41,11 @@ from typing import Any
 
 import numpy as np
 
+from pmcflow.encoders.settings import OPTIMIZERS, ProbeError, ProbeSettings  # noqa: F401
 from pmcflow.seeding import derive_seed
 from pmcflow.tables import atomic_path
 
-OPTIMIZERS = ("sgd", "adamw")
-
-
-class ProbeError(ValueError):
-    """Invalid probe settings or inputs."""
-
-
-@dataclass(frozen=True)
-class ProbeSettings:
-    """Hyper-parameters of one linear probe (defaults: the paper's 40 epochs, cosine from 0.1)."""
-
-    epochs: int = 40
-    lr: float = 0.1
-    batch_size: int = 256
-    weight_decay: float = 0.0
-    optimizer: str = "sgd"  # "sgd" (momentum below) | "adamw"
-    momentum: float = 0.9  # SGD only
-    standardize: bool = True  # train-split mean/std
-
-    def __post_init__(self) -> None:
-        if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 1:
-            raise ProbeError(f"epochs must be a positive integer, got {self.epochs!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ProbeError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ProbeError(f"lr must be a positive number, got {self.lr!r}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ProbeError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
-        if not (math.isfinite(self.momentum) and 0 <= self.momentum < 1):
-            raise ProbeError(f"momentum must be in [0, 1), got {self.momentum!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ProbeError(f"optimizer must be one of {list(OPTIMIZERS)}, got {self.optimizer!r}")
-
-    @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any] | None) -> ProbeSettings:
-        """Settings from a config mapping; unknown keys are an error, missing ones take defaults."""
-        user = dict(cfg or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(user) - known)
-        if unknown:
-            raise ProbeError(f"unknown linear-probe keys: {unknown} (known: {sorted(known)})")
-        return cls(**user)
+# The probe's settings and errors live in pmcflow.encoders.settings (no numpy there): re-exported.
 
 
 @dataclass(frozen=True)
@@ -142,7 +102,7 @@ def linear_probe(
     import torch
     import torch.nn.functional as F
 
-    s = settings or ProbeSettings()
+    s = settings or ProbeSettings.from_section(None)
     xtr, xte = _as_features(train_x, "train_x"), _as_features(test_x, "test_x")
     ytr = np.asarray(train_y)
     if ytr.ndim != 1 or len(ytr) != len(xtr):

@@ -32,6 +32,8 @@ from pmcflow.encoders import benchmarks as B
 from pmcflow.encoders import evaluate as EV
 from pmcflow.encoders.probe import FeatureCache, ProbeSettings, linear_probe
 from pmcflow.encoders.robustness import Perturbation, parse_perturbations, perturb, robustness_rows
+from pmcflow.encoders.settings import EvaluateSettings
+from pmcflow.settings import thaw
 
 TASKS = ("retrieval", "zero_shot", "linear_probe")
 
@@ -79,7 +81,7 @@ def _perturbed(images: Callable[[], Iterable[Any]], p: Perturbation | None) -> C
 def run_suite(
     encoder: EV.Encoder,
     benchmarks: Sequence[B.Benchmark],
-    cfg: Mapping[str, Any],
+    cfg: EvaluateSettings,
     seed: int,
     *,
     model_key: Mapping[str, Any],
@@ -87,11 +89,11 @@ def run_suite(
     say: Callable[[str], None] = lambda _m: None,
 ) -> SuiteResult:
     """Every task of every benchmark for ``encoder``; ``cfg`` is the resolved ``evaluate`` section."""
-    bs, n_boot, ci = int(cfg["batch_size"]), int(cfg["bootstrap"]), float(cfg["ci"])
-    ks = list(cfg["recall_at"])
-    rob = cfg["robustness"]
-    perts = parse_perturbations(rob["perturbations"]) if rob["perturbations"] else []
-    probe = ProbeSettings.from_mapping(cfg["linear_probe"])
+    bs, n_boot, ci = cfg.batch_size, cfg.bootstrap, cfg.ci
+    ks = list(cfg.recall_at)
+    rob = cfg.robustness
+    perts = parse_perturbations(thaw(rob.perturbations)) if rob.perturbations else []
+    probe = cfg.linear_probe
     feats = _Features(encoder, model_key, cache, bs)
     out = SuiteResult()
     for j, b in enumerate(benchmarks):
@@ -102,7 +104,7 @@ def run_suite(
         say(f"benchmark {b.name}: {', '.join(b.tasks)} ({len(files)} files)")
         if "retrieval" in b.tasks:
             summary["retrieval"] = _retrieval(
-                b, feats, data_key, ks, n_boot, ci, seed + 100 * j, perts, out, float(rob["alpha"])
+                b, feats, data_key, ks, n_boot, ci, seed + 100 * j, perts, out, rob.alpha
             )
         if {"zero_shot", "linear_probe"} & set(b.tasks):
             summary.update(_classification(b, feats, data_key, cfg, probe, seed + 100 * j, perts, out))
@@ -177,14 +179,14 @@ def _classification(
     b: B.Benchmark,
     feats: _Features,
     data_key: Mapping[str, Any],
-    cfg: Mapping[str, Any],
+    cfg: EvaluateSettings,
     probe: ProbeSettings,
     seed: int,
     perts: Sequence[Perturbation],
     out: SuiteResult,
 ) -> dict[str, Any]:
     data = B.load_classification(b)
-    n_boot, ci, bs = int(cfg["bootstrap"]), float(cfg["ci"]), int(cfg["batch_size"])
+    n_boot, ci, bs = cfg.bootstrap, cfg.ci, cfg.batch_size
     test = data.indices(b.split)
     train = data.indices(b.train_split)
     y = data.label_indices()
@@ -205,7 +207,7 @@ def _classification(
     }
     out.embeddings[b.name] = test_feats[None]
     out.labels[b.name] = [data.labels[i] for i in test]
-    templates = list(b.templates) or list(cfg["zero_shot"]["templates"])
+    templates = list(b.templates) or list(cfg.zero_shot.templates)
     if "zero_shot" in b.tasks:
         cls = EV.class_embeddings(feats.encoder, names, templates, bs)
         preds = {p: (f @ cls.T).argmax(axis=1) for p, f in test_feats.items()}
@@ -226,7 +228,7 @@ def _classification(
                     n_boot,
                     ci,
                     seed + 9,
-                    float(cfg["robustness"]["alpha"]),
+                    cfg.robustness.alpha,
                 )
             ]
     if "linear_probe" in b.tasks:

@@ -27,12 +27,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 
-from pmcflow.config import unset_defaults
+from pmcflow.config import ConfigError, subsection, unset_defaults
 from pmcflow.devices import resolve_device
 from pmcflow.encoders.model import (  # noqa: F401  (re-exported: the train stage's model ids)
     LOCAL_DIR,
@@ -43,6 +43,7 @@ from pmcflow.encoders.model import (  # noqa: F401  (re-exported: the train stag
     shipped_models,
 )
 from pmcflow.runs import PRESETS
+from pmcflow.settings import Settings
 from pmcflow.tables import write_json, write_table
 
 STAGE = "train_encoder"
@@ -55,15 +56,73 @@ SELECT_METRICS = ("R@1", "R@5", "R@10", "R@50", "R@200", "mrr")
 
 
 class TrainError(RuntimeError):
-    """Training could not run or did not produce a checkpoint."""
+    """Training could not run or did not produce a checkpoint, or its settings are invalid."""
 
 
-def resolve_config(cfg_train: Mapping[str, Any] | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TrainSettings(Settings):
+    """One encoder run's ``train`` settings, typed and frozen: the section less its workflow keys
+    (``run``, ``variants``; :func:`pmcflow.runs.run_settings` applies a run's variant), resolved as
+    the schema's ``x-default`` < the preset < the user's keys (:meth:`from_section`), with ``device``
+    resolved (``auto`` -> cuda or cpu)."""
+
+    SECTION: ClassVar[tuple[str, ...]] = ("train",)
+
+    preset: str | None
+    model: str | None
+    pretrained: str | None
+    pretrained_image: bool | None
+    epochs: int | None
+    batch_size: int | None
+    accum_freq: int | None
+    n_gpus: int | None
+    lr: float | None
+    wd: float | None
+    beta1: float | None
+    beta2: float | None
+    eps: float | None
+    warmup_fraction: float | None
+    lr_scheduler: str | None
+    grad_clip_norm: float | None
+    precision: str | None
+    device: str | None
+    workers: int | None
+    threads: int | None
+    use_val: bool
+    val_frequency: int | None
+    save_frequency: int | None
+    log_every_n_steps: int | None
+    dataset_resampled: bool
+    local_loss: bool | None
+    gather_with_grad: bool | None
+    timeout_s: float | None
+    extra_args: tuple[str, ...]
+    text_fields: tuple[str, ...] | None
+    text_separator: str | None
+    select_best: bool
+    select_metric: str
+    select_max_pairs: int | None
+
+    @classmethod
+    def from_section(cls, value: Mapping[str, Any] | None) -> TrainSettings:  # type: ignore[override]
+        """A run's settings (``snakemake.params.train``, or a library caller's mapping; an object
+        passes through): checked against the schema, then resolved. Errors are :class:`TrainError`."""
+        if isinstance(value, TrainSettings):
+            return value
+        return cls._build(_resolve(value), cls.SECTION)
+
+
+def _resolve(cfg_train: Mapping[str, Any] | None) -> dict[str, Any]:
     """Defaults < preset < the user's keys."""
     user = dict(cfg_train or {})
-    unknown = sorted(set(user) - set(DEFAULTS))
-    if unknown:
-        raise TrainError(f"unknown train keys: {unknown}")
+    workflow = sorted(set(user) & {"run", "variants"})
+    if workflow:
+        raise TrainError(f"train.{workflow[0]} is a workflow key, not a trainer setting (pmcflow.runs.run_settings)")
+    try:
+        checked = subsection(user, "train")  # types, ranges, enums, unknown keys (by path)
+    except ConfigError as exc:
+        raise TrainError(str(exc)) from None
+    user = {k: checked[k] for k in user}
     cfg = dict(DEFAULTS)
     preset = user.get("preset")
     if preset is not None:
@@ -103,35 +162,35 @@ class Schedule:
     warmup_steps: int
 
 
-def world_size(cfg: Mapping[str, Any]) -> int:
-    return int(cfg["n_gpus"]) if cfg["device"] != "cpu" else 1
+def world_size(cfg: TrainSettings) -> int:
+    return int(cfg.n_gpus) if cfg.device != "cpu" else 1
 
 
-def effective_workers(cfg: Mapping[str, Any], n_train_shards: int | None) -> int:
+def effective_workers(cfg: TrainSettings, n_train_shards: int | None) -> int:
     """Dataloader workers: open_clip_train needs >= 1 shard per worker and rank (unless resampled)."""
-    workers = int(cfg["workers"])
-    if n_train_shards is not None and not cfg["dataset_resampled"]:
+    workers = int(cfg.workers)
+    if n_train_shards is not None and not cfg.dataset_resampled:
         workers = min(workers, max(n_train_shards // world_size(cfg), 0))
     return workers
 
 
-def schedule(cfg: Mapping[str, Any], n_train: int, n_train_shards: int | None = None) -> Schedule:
+def schedule(cfg: TrainSettings, n_train: int, n_train_shards: int | None = None) -> Schedule:
     """Optimizer steps as open_clip_train counts them (its batch rounding over dataloader workers)."""
     world = world_size(cfg)
-    global_batch = int(cfg["batch_size"]) * world
+    global_batch = int(cfg.batch_size) * world
     n_batches = math.ceil(n_train / global_batch)
     workers = max(1, effective_workers(cfg, n_train_shards))
     n_batches = math.ceil(n_batches / workers) * workers
-    steps = (n_batches // int(cfg["accum_freq"])) * int(cfg["epochs"])
-    warmup = int(round(float(cfg["warmup_fraction"]) * steps))
+    steps = (n_batches // int(cfg.accum_freq)) * int(cfg.epochs)
+    warmup = int(round(float(cfg.warmup_fraction) * steps))
     warmup = min(warmup, max(steps - 1, 0))
     return Schedule(
-        global_batch * int(cfg["accum_freq"]), n_batches, n_batches // int(cfg["accum_freq"]), steps, warmup
+        global_batch * int(cfg.accum_freq), n_batches, n_batches // int(cfg.accum_freq), steps, warmup
     )
 
 
 def build_command(
-    cfg: Mapping[str, Any],
+    cfg: TrainSettings,
     *,
     model_id: str,
     train_urls: str,
@@ -152,54 +211,54 @@ def build_command(
         "--train-num-samples", str(n_train),
         "--dataset-type", "webdataset",
         "--model", model_id,
-        "--epochs", str(cfg["epochs"]),
-        "--batch-size", str(cfg["batch_size"]),
-        "--accum-freq", str(cfg["accum_freq"]),
-        "--lr", repr(float(cfg["lr"])),
-        "--wd", repr(float(cfg["wd"])),
-        "--beta1", repr(float(cfg["beta1"])),
-        "--beta2", repr(float(cfg["beta2"])),
-        "--eps", repr(float(cfg["eps"])),
+        "--epochs", str(cfg.epochs),
+        "--batch-size", str(cfg.batch_size),
+        "--accum-freq", str(cfg.accum_freq),
+        "--lr", repr(float(cfg.lr)),
+        "--wd", repr(float(cfg.wd)),
+        "--beta1", repr(float(cfg.beta1)),
+        "--beta2", repr(float(cfg.beta2)),
+        "--eps", repr(float(cfg.eps)),
         "--warmup", str(sched.warmup_steps),
-        "--lr-scheduler", str(cfg["lr_scheduler"]),
-        "--precision", str(cfg["precision"]),
-        "--device", str(cfg["device"]),
+        "--lr-scheduler", str(cfg.lr_scheduler),
+        "--precision", str(cfg.precision),
+        "--device", str(cfg.device),
         "--workers", str(workers),
         "--seed", str(int(seed)),
         "--logs", logs_dir,
         "--name", name,
-        "--save-frequency", str(cfg["save_frequency"]),
-        "--log-every-n-steps", str(cfg["log_every_n_steps"]),
+        "--save-frequency", str(cfg.save_frequency),
+        "--log-every-n-steps", str(cfg.log_every_n_steps),
         "--zeroshot-frequency", "0",
         "--report-to", "",
     ]  # fmt: skip
-    if cfg["pretrained"]:
-        args += ["--pretrained", str(cfg["pretrained"])]
-    if cfg["pretrained_image"]:
+    if cfg.pretrained:
+        args += ["--pretrained", str(cfg.pretrained)]
+    if cfg.pretrained_image:
         args.append("--pretrained-image")
-    if cfg["grad_clip_norm"] is not None:
-        args += ["--grad-clip-norm", str(cfg["grad_clip_norm"])]
-    if cfg["dataset_resampled"]:
+    if cfg.grad_clip_norm is not None:
+        args += ["--grad-clip-norm", str(cfg.grad_clip_norm)]
+    if cfg.dataset_resampled:
         args.append("--dataset-resampled")
-    if cfg["use_val"] and val_urls and n_val > 0:
+    if cfg.use_val and val_urls and n_val > 0:
         args += [
             "--val-data",
             val_urls,
             "--val-num-samples",
             str(n_val),
             "--val-frequency",
-            str(cfg["val_frequency"]),
+            str(cfg.val_frequency),
         ]
     multi = world > 1
-    if cfg["local_loss"] if cfg["local_loss"] is not None else multi:
+    if cfg.local_loss if cfg.local_loss is not None else multi:
         args.append("--local-loss")
-    if cfg["gather_with_grad"] if cfg["gather_with_grad"] is not None else multi:
+    if cfg.gather_with_grad if cfg.gather_with_grad is not None else multi:
         args.append("--gather-with-grad")
-    if cfg["text_fields"]:  # read and removed by pmcflow.encoders.launch, never seen by open_clip
+    if cfg.text_fields:  # read and removed by pmcflow.encoders.launch, never seen by open_clip
         from pmcflow.encoders.launch import text_args
 
-        args += text_args(cfg["text_fields"], str(cfg["text_separator"]))
-    args += [str(a) for a in cfg["extra_args"]]
+        args += text_args(cfg.text_fields, str(cfg.text_separator))
+    args += [str(a) for a in cfg.extra_args]
     if multi:
         launcher = [
             sys.executable,
@@ -294,7 +353,7 @@ def _split_info(shards_dir: Path, split: str) -> tuple[str | None, int, int]:
 
 
 def train_encoder(
-    cfg_train: Mapping[str, Any] | None,
+    settings: TrainSettings | Mapping[str, Any] | None,
     seed: int,
     shards_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -309,7 +368,7 @@ def train_encoder(
     logs and ``checkpoints/epoch_<N>.pt``), ``train.log``, ``steps.parquet`` and ``train.json``;
     returns the ``train.json`` record.  ``dry_run`` only writes the command (for GPU presets).
     """
-    cfg = resolve_config(cfg_train)
+    cfg = TrainSettings.from_section(settings)  # a library caller may pass the run's settings as a dict
     shards = Path(shards_dir).resolve()
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -322,8 +381,8 @@ def train_encoder(
     run_dir = logs_dir / name
     if run_dir.exists():  # open_clip refuses to reuse an experiment name
         shutil.rmtree(run_dir)
-    model_id = cfg["model"] if dry_run else prepare_model_dir(str(cfg["model"]), out / "model")
-    if dry_run and (cfg["model"] in shipped_models() or str(cfg["model"]).startswith(LOCAL_DIR)):
+    model_id = cfg.model if dry_run else prepare_model_dir(str(cfg.model), out / "model")
+    if dry_run and (cfg.model in shipped_models() or str(cfg.model).startswith(LOCAL_DIR)):
         model_id = f"{LOCAL_DIR}{out / 'model'}"
     cmd = build_command(
         cfg,
@@ -341,8 +400,8 @@ def train_encoder(
     record: dict[str, Any] = {
         "stage": STAGE,
         "seed": int(seed),
-        "config": cfg,
-        "model": cfg["model"],
+        "config": cfg.to_dict(),
+        "model": cfg.model,
         "model_id": model_id,
         "command": cmd,
         "n_train": n_train,
@@ -355,28 +414,28 @@ def train_encoder(
         return record
 
     env = dict(os.environ)
-    env.setdefault("HF_HUB_OFFLINE", "1") if cfg["device"] == "cpu" else None
+    env.setdefault("HF_HUB_OFFLINE", "1") if cfg.device == "cpu" else None
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if cfg["threads"]:
-        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(cfg["threads"])
+    if cfg.threads:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(cfg.threads)
     t0 = time.perf_counter()
     with open(out / "train.log", "w", encoding="utf-8") as log:
         log.write("$ " + " ".join(cmd) + "\n")
         log.flush()
         try:
             proc = subprocess.run(
-                cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=cfg["timeout_s"], check=False
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=cfg.timeout_s, check=False
             )
         except subprocess.TimeoutExpired as exc:
             raise TrainError(
-                f"open_clip_train timed out after {cfg['timeout_s']} s; see {out / 'train.log'}"
+                f"open_clip_train timed out after {cfg.timeout_s} s; see {out / 'train.log'}"
             ) from exc
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = (out / "train.log").read_text(encoding="utf-8", errors="replace")[-3000:]
         raise TrainError(f"open_clip_train exited {proc.returncode}; log tail:\n{tail}")
 
-    final = run_dir / "checkpoints" / f"epoch_{cfg['epochs']}.pt"
+    final = run_dir / "checkpoints" / f"epoch_{cfg.epochs}.pt"
     if not final.is_file():
         raise TrainError(f"no final checkpoint at {final}")
     selection = select_epoch(cfg, model_id, run_dir / "checkpoints", shards, val_split, seed)
@@ -401,7 +460,7 @@ def train_encoder(
             "final_loss": steps[-1]["loss"] if steps else None,
             "first_loss": steps[0]["loss"] if steps else None,
             "samples_per_s_median": sorted(sps)[len(sps) // 2] if sps else None,
-            "samples_per_s_end_to_end": n_train * int(cfg["epochs"]) / wall if wall > 0 else None,
+            "samples_per_s_end_to_end": n_train * int(cfg.epochs) / wall if wall > 0 else None,
             "val_metrics": val[-1] if val else None,
             "versions": _versions(),
         }
@@ -426,7 +485,7 @@ def best_epoch(scores: Sequence[Mapping[str, Any]], metric: str) -> Mapping[str,
 
 
 def select_epoch(
-    cfg: Mapping[str, Any],
+    cfg: TrainSettings,
     model_id: str,
     checkpoints_dir: Path,
     shards_dir: Path,
@@ -438,26 +497,26 @@ def select_epoch(
     on the shards' ``.txt`` (the same text for every variant of an ablation), mean of both
     directions.  Returns what was done, ``checkpoint`` and ``best_epoch`` when an epoch was chosen."""
     epochs = epoch_checkpoints(checkpoints_dir)
-    out: dict[str, Any] = {"metric": cfg["select_metric"], "split": val_split, "by_epoch": []}
-    if not cfg["select_best"]:
+    out: dict[str, Any] = {"metric": cfg.select_metric, "split": val_split, "by_epoch": []}
+    if not cfg.select_best:
         return {**out, "skipped": "train.select_best is off: the final epoch is kept"}
     if len(epochs) < 2:
         return {**out, "skipped": f"{len(epochs)} saved epoch(s): nothing to choose from"}
     from pmcflow.encoders import evaluate as EV
 
     samples = EV.read_split(
-        shards_dir, val_split, max_pairs=cfg["select_max_pairs"], seed=seed
+        shards_dir, val_split, max_pairs=cfg.select_max_pairs, seed=seed
     )  # as evaluate's
     if len(samples) < 2:
         return {**out, "skipped": f"{len(samples)} pairs in split {val_split!r} (need >= 2)"}
-    if cfg["threads"]:
+    if cfg.threads:
         import torch
 
-        torch.set_num_threads(int(cfg["threads"]))
+        torch.set_num_threads(int(cfg.threads))
     texts = [s["text"] for s in samples]
     groups = EV.text_groups(texts)
     ks = sorted({int(m[2:]) for m in SELECT_METRICS if m.startswith("R@")})
-    device = "cuda" if str(cfg["device"]).startswith("cuda") else "cpu"
+    device = "cuda" if str(cfg.device).startswith("cuda") else "cpu"
     for epoch, path in epochs:
         enc = EV.Encoder(model_id, str(path), device)
         img, txt = enc.images((s["image"] for s in samples), 64), enc.texts(texts, 64)
@@ -467,7 +526,7 @@ def select_epoch(
         for name in [f"R@{k}" for k in ks] + ["mrr"]:
             row[name] = float(np.mean([d[name] for d in by_direction]))
         out["by_epoch"].append(row)
-    best = best_epoch(out["by_epoch"], cfg["select_metric"])
+    best = best_epoch(out["by_epoch"], cfg.select_metric)
     return {**out, "n_pairs": len(samples), "best_epoch": best["epoch"], "checkpoint": best["checkpoint"]}
 
 
@@ -493,11 +552,18 @@ def cli(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
+        "--run", default=None, help="Which encoder run of the config (train.run or train.run.VARIANT; default: the first)."
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", help="Write the command to train.json; do not train."
     )
     args = parser.parse_args(argv)
+    from pmcflow import runs
+
     config = load_config(args.config, args.overrides)  # the workflow's loader: schema, defaults
-    section, seed = config["train"], int(config["seed"])
+    train = config["train"]
+    run = args.run or runs.encoder_runs(train)[0]
+    section, seed = TrainSettings.from_section(runs.run_settings(train, run)), int(config["seed"])
     rec = train_encoder(
         section, seed if args.seed is None else args.seed, args.shards, args.out, dry_run=args.dry_run
     )

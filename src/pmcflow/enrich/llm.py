@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PIL import Image
 
 from pmcflow.enrich.prompts import qwen_chatml
 from pmcflow.tables import file_sha256
+
+if TYPE_CHECKING:
+    from pmcflow.enrich.settings import SubcaptionSettings, SummarySettings
 
 ImageInput = str | os.PathLike[str] | Image.Image
 
@@ -354,30 +357,29 @@ _VLLM_IMAGE_KEYS = {
 }
 
 
-def make_generator(backend: str, cfg: Mapping[str, Any]) -> Generator:
-    """Build the generator named by ``backend`` from a complete ``enrich.subcaption`` or
-    ``enrich.summary`` section (its schema defaults filled in: :func:`pmcflow.config.subsection`;
-    see docs/enrich.md)."""
-    v = dict(cfg["vllm"])
+def make_generator(backend: str, cfg: SubcaptionSettings | SummarySettings) -> Generator:
+    """Build the generator named by ``backend`` from the ``enrich.subcaption`` or ``enrich.summary``
+    settings (see docs/enrich.md)."""
+    v = cfg.vllm.to_dict()
     if backend == "transformers":
         pixels = {"max_pixels": int(v["max_pixels"])} if "max_pixels" in v else {}
         return TransformersGenerator(  # type: ignore[return-value]
-            model=str(cfg["model"]),
-            gguf_file=cfg["gguf_file"],
-            revision=cfg["revision"],
-            device=str(cfg["device"]),
-            dtype=str(cfg["dtype"]),
-            max_new_tokens=int(cfg["max_new_tokens"]),
-            batch_size=int(cfg["batch_size"]),
+            model=cfg.model,
+            gguf_file=cfg.gguf_file,
+            revision=cfg.revision,
+            device=cfg.device,
+            dtype=cfg.dtype,
+            max_new_tokens=cfg.max_new_tokens,
+            batch_size=cfg.batch_size,
             **pixels,
         )
     if backend == "vllm":
         # image settings: the subcaption section has them; the summary prompt sends no image
         mm = {arg: int(v[key]) for key, arg in _VLLM_IMAGE_KEYS.items() if key in v}
         return VllmGenerator(  # type: ignore[return-value]
-            model=str(cfg["model"]),
-            revision=cfg["revision"],
-            max_new_tokens=int(cfg["max_new_tokens"]),
+            model=cfg.model,
+            revision=cfg.revision,
+            max_new_tokens=cfg.max_new_tokens,
             tensor_parallel_size=int(v["tensor_parallel_size"]),
             max_model_len=int(v["max_model_len"]),
             gpu_memory_utilization=float(v["gpu_memory_utilization"]),

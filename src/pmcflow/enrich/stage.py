@@ -19,8 +19,8 @@ from typing import Any
 from pmcflow import schema as S
 from pmcflow import tables as T
 from pmcflow.config import add_config_args, config_from_args
-from pmcflow.config import section as config_section
 from pmcflow.enrich.prompts import load_prompt
+from pmcflow.enrich.settings import EnrichSettings
 from pmcflow.enrich.subcaption import SubcaptionRequest, make_subcaptioner
 from pmcflow.enrich.summary import SummaryRequest, make_summarizer
 from pmcflow.enrich.validate import SUMMARY_GATES, summary_gate
@@ -56,7 +56,7 @@ def _usable(
 
 
 def subcaption_rows(
-    cfg: Mapping[str, Any],
+    cfg: EnrichSettings,
     subfigures: Sequence[Mapping[str, Any]],
     figures: Sequence[Mapping[str, Any]],
     articles: Sequence[Mapping[str, Any]],
@@ -64,7 +64,6 @@ def subcaption_rows(
 ) -> list[dict[str, Any]]:
     """The subcaption step: one :data:`~pmcflow.schema.SUBCAPTIONS` row per subfigure that got a
     subcaption (sorted by uid); the others are added to ``rejections``."""
-    ecfg = config_section(cfg, "enrich")
     figs = {f["figure_uid"]: f for f in figures}
     arts = {a["article_uid"]: a for a in articles}
     pmcids = {sf["subfigure_uid"]: sf["pmcid"] for sf in subfigures}
@@ -82,18 +81,18 @@ def subcaption_rows(
                 group=sf["figure_uid"],
             )
         )
-    subcaptioner = make_subcaptioner(ecfg.get("subcaption"))
+    subcaptioner = make_subcaptioner(cfg.subcaption)
     sub_results = _isolated(subcaptioner.extract, sub_requests, "subcaption_error", pmcids, rejections)
     rows: list[dict[str, Any]] = []
     for sf in usable:
         res = sub_results.get(sf["subfigure_uid"])
         if res is None:
             continue
-        if over_cap(res.text, ecfg["max_subcaption_chars"]):
+        if over_cap(res.text, cfg.max_subcaption_chars):
             rejections.add(
                 sf["subfigure_uid"],
                 "subcaption_too_long",
-                f"{len(res.text)} characters > enrich.max_subcaption_chars {ecfg['max_subcaption_chars']}",
+                f"{len(res.text)} characters > enrich.max_subcaption_chars {cfg.max_subcaption_chars}",
                 sf["pmcid"],
             )
             continue
@@ -103,7 +102,7 @@ def subcaption_rows(
 
 
 def summary_rows(
-    cfg: Mapping[str, Any],
+    cfg: EnrichSettings,
     subfigures: Sequence[Mapping[str, Any]],
     subcaptions: Sequence[Mapping[str, Any]],
     figures: Sequence[Mapping[str, Any]],
@@ -113,7 +112,6 @@ def summary_rows(
 ) -> list[dict[str, Any]]:
     """The summary step over the subfigures the subcaption step kept (``subcaptions``): the
     enriched rows; subfigures whose summarisation fails are added to ``rejections``."""
-    ecfg = config_section(cfg, "enrich")
     figs = {f["figure_uid"]: f for f in figures}
     arts = {a["article_uid"]: a for a in articles}
     subs = {r["subfigure_uid"]: r for r in subcaptions}
@@ -137,14 +135,14 @@ def summary_rows(
                 group=sf["figure_uid"],
             )
         )
-    summarizer = make_summarizer(ecfg.get("summary"))
+    summarizer = make_summarizer(cfg.summary)
     sum_results = _isolated(summarizer.summarize, sum_requests, "summary_error", pmcids, rejections)
     usable = [sf for sf in usable if sf["subfigure_uid"] in sum_results]
     instructions = load_prompt("summary").instructions
     for key, res in sum_results.items():
         text = clean_text(res.text) or ""
         problem = summary_gate(text, instructions)
-        if problem is None and over_cap(text, ecfg["max_summary_chars"]):
+        if problem is None and over_cap(text, cfg.max_summary_chars):
             problem = ("summary_too_long", f"{len(text)} characters > enrich.max_summary_chars")
         if problem is not None:  # the pair stays, without the summary; the reason is recorded
             log.info("%s: summary dropped (%s: %s)", key, *problem)
@@ -173,7 +171,7 @@ def summary_rows(
 
 
 def enrich_rows(
-    cfg: Mapping[str, Any],
+    cfg: EnrichSettings,
     subfigures: Sequence[Mapping[str, Any]],
     figures: Sequence[Mapping[str, Any]],
     mentions: Sequence[Mapping[str, Any]],
@@ -214,7 +212,7 @@ def _isolated(
 
 
 def subcaption_chunk(
-    cfg: Mapping[str, Any],
+    cfg: EnrichSettings,
     chunk: str,
     subfigures_path: str,
     figures_path: str,
@@ -236,7 +234,7 @@ def subcaption_chunk(
 
 
 def enrich_chunk(
-    cfg: Mapping[str, Any],
+    cfg: EnrichSettings,
     chunk: str,
     subfigures_path: str,
     figures_path: str,
@@ -293,7 +291,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     rec = enrich_chunk(
-        config_from_args(args),
+        EnrichSettings.from_config(config_from_args(args)),
         args.chunk,
         args.subfigures,
         args.figures,
@@ -321,7 +319,7 @@ def cli_subcaption(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rejections", required=True, help="its rejections (.parquet)")
     args = ap.parse_args(argv)
     kept = subcaption_chunk(
-        config_from_args(args),
+        EnrichSettings.from_config(config_from_args(args)),
         args.chunk,
         args.subfigures,
         args.figures,

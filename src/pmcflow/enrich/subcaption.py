@@ -37,6 +37,7 @@ from pmcflow.enrich.rules import (
     shared_text,
     split_caption,
 )
+from pmcflow.enrich.settings import SubcaptionSettings
 from pmcflow.enrich.text import normalize_ws
 from pmcflow.enrich.validate import check_subcaption
 
@@ -204,21 +205,20 @@ class LLMSubcaptioner:
         return out
 
 
-def make_subcaptioner(cfg: Mapping[str, Any] | None = None) -> Subcaptioner:
-    """Build the backend from an ``enrich.subcaption`` config section (missing keys take the schema's
-    defaults; an unknown key or a bad value raises :class:`pmcflow.config.ConfigError`)."""
-    from pmcflow.config import subsection
-
-    merged = subsection(cfg, "enrich", "subcaption")
-    backend = str(merged["backend"])
+def make_subcaptioner(cfg: SubcaptionSettings | Mapping[str, Any] | None = None) -> Subcaptioner:
+    """Build the backend from the ``enrich.subcaption`` settings (or that section as a mapping:
+    missing keys take the schema's defaults; an unknown key or a bad value raises
+    :class:`pmcflow.config.ConfigError`)."""
+    merged = SubcaptionSettings.from_section(cfg)
+    backend = merged.backend
     if backend == "rules":
         return RulesSubcaptioner()
     if backend in ("transformers", "vllm"):
         gen = make_generator(backend, merged)
         return LLMSubcaptioner(
             gen,
-            fallback=str(merged["fallback"]),
-            label_hint=str(merged["label_hint"]),
+            fallback=merged.fallback,
+            label_hint=merged.label_hint,
             name=backend,
         )
     raise ValueError(f"unknown subcaption backend {backend!r} (rules | transformers | vllm)")

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from pmcflow.enrich.llm import Generator, GenRequest, make_generator
 from pmcflow.enrich.prompts import load_prompt, summary_text
+from pmcflow.enrich.settings import SummarySettings
 from pmcflow.enrich.text import normalize_ws, split_sentences, tokens
 from pmcflow.enrich.validate import check_summary
 
@@ -283,21 +284,20 @@ class LLMSummarizer:
         return out
 
 
-def make_summarizer(cfg: Mapping[str, Any] | None = None) -> Summarizer:
-    """Build the backend from an ``enrich.summary`` config section (missing keys take the schema's
-    defaults; an unknown key or a bad value raises :class:`pmcflow.config.ConfigError`)."""
-    from pmcflow.config import subsection
-
-    merged = subsection(cfg, "enrich", "summary")
-    backend = str(merged["backend"])
+def make_summarizer(cfg: SummarySettings | Mapping[str, Any] | None = None) -> Summarizer:
+    """Build the backend from the ``enrich.summary`` settings (or that section as a mapping: missing
+    keys take the schema's defaults; an unknown key or a bad value raises
+    :class:`pmcflow.config.ConfigError`)."""
+    merged = SummarySettings.from_section(cfg)
+    backend = merged.backend
     if backend == "extractive":
-        return ExtractiveSummarizer(max_words=int(merged["max_words"]))
+        return ExtractiveSummarizer(max_words=merged.max_words)
     if backend in ("transformers", "vllm"):
         return LLMSummarizer(
             make_generator(backend, merged),
-            max_words=int(merged["max_words"]),
-            llm_max_words=int(merged["llm_max_words"]),
-            min_support=float(merged["min_support"]),
+            max_words=merged.max_words,
+            llm_max_words=merged.llm_max_words,
+            min_support=merged.min_support,
             name=backend,
         )
     raise ValueError(f"unknown summary backend {backend!r} (extractive | transformers | vllm)")

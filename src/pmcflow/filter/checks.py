@@ -115,7 +115,15 @@ class FilterSettings:
     dedup: DedupSettings
 
     @classmethod
+    def from_section(cls, value: FilterSettings | Mapping[str, Any] | None) -> FilterSettings:
+        """From the ``filter`` section (a rule's ``params.filter``), or an already built object."""
+        if isinstance(value, FilterSettings):
+            return value
+        return cls.from_config({"filter": dict(value or {})})
+
+    @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None) -> FilterSettings:
+        """From the ``filter`` section of a whole config (a CLI's :func:`pmcflow.config.load_config`)."""
         f = config_section(cfg or {}, "filter")
         lic_raw = f["licenses"]
         # an empty list keeps every licence (as select.licenses does)

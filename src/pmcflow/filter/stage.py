@@ -146,7 +146,7 @@ def _verdict_rows(chunk: str, verdicts: Iterable[RowVerdict]) -> list[dict[str, 
 
 
 def phash_chunk(
-    cfg: Mapping[str, Any],
+    settings: C.FilterSettings,
     chunk: str,
     enriched_path: str | os.PathLike[str],
     out_path: str | os.PathLike[str],
@@ -155,7 +155,6 @@ def phash_chunk(
 ) -> dict[str, Any]:
     """Step 1: checks 1-6 + pHash + modality for one chunk -> ``out_path`` (:data:`pmcflow.schema.PHASHES`)."""
     t0 = time.perf_counter()
-    settings = C.FilterSettings.from_config(cfg)
     rows = T.read_rows(enriched_path)
     verdicts = evaluate_rows(settings, rows, base_dir=base_dir)
     out_rows = sorted(_verdict_rows(chunk, verdicts), key=lambda r: r["subfigure_uid"])
@@ -189,11 +188,10 @@ def duplicates_from_hashes(
 
 
 def find_duplicates(
-    cfg: Mapping[str, Any], phash_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]
+    settings: C.FilterSettings, phash_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]
 ) -> dict[str, Any]:
     """Step 2: near-duplicate clusters over every chunk's ``phash.parquet`` -> ``out_path``."""
     t0 = time.perf_counter()
-    settings = C.FilterSettings.from_config(cfg)
     paths = list(phash_paths)
     cols = ["subfigure_uid", "chunk", "phash", "reason"]
     reading = progress(paths, desc="find-duplicates: read", unit="chunk", summary=False)  # stats below
@@ -246,7 +244,7 @@ def _load_verdicts(phash_path: str | os.PathLike[str], uids: set[str]) -> dict[s
 
 
 def filter_chunk(
-    cfg: Mapping[str, Any],
+    settings: C.FilterSettings,
     chunk: str,
     enriched_path: str | os.PathLike[str],
     outputs: T.Outputs,
@@ -261,7 +259,6 @@ def filter_chunk(
     Returns the counts record (``in`` = ENRICHED rows, ``kept``, ``rejected`` by reason).
     """
     t0 = time.perf_counter()
-    settings = C.FilterSettings.from_config(cfg)
     out = T.stage_outputs("filter_chunk", outputs)
     rows = T.read_rows(enriched_path)
     uids = [str(r["subfigure_uid"]) for r in rows]
@@ -356,14 +353,14 @@ def _common(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--log", default=None, help="Log file (default: stderr).")
 
 
-def _config(args: argparse.Namespace) -> dict[str, Any]:
+def _config(args: argparse.Namespace) -> C.FilterSettings:
     from pmcflow.config import config_from_args
     from pmcflow.workflow import log_to_file
 
     # Keep the level ``pmcflow -q/-v`` set (log_to_file reconfigures logging); INFO otherwise.
     root = logging.getLogger()
     log_to_file(args.log, level=root.level if root.handlers and root.level != logging.NOTSET else logging.INFO)
-    return config_from_args(args)
+    return C.FilterSettings.from_config(config_from_args(args))
 
 
 def cli(argv: Sequence[str] | None = None) -> int:

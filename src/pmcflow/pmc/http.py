@@ -32,12 +32,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 import requests
 import urllib3
 
 from pmcflow.errors import RejectionError
+from pmcflow.settings import Settings
 from pmcflow.tables import file_md5
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -122,36 +123,25 @@ class _Watchdog:
 
 
 @dataclass(frozen=True)
-class HttpSettings:
-    rate_limit_per_s: float | None = 3.0  # None = unlimited
-    retries: int = 5
-    backoff_s: float = 1.0
-    backoff_max_s: float = 60.0
-    timeout_s: float = 60.0
-    deadline_s: float = 900.0
-    max_file_mb: float = 512.0
-    user_agent: str = "pmcflow/0.1"
-    checksum_retries: int = 2
+class HttpSettings(Settings):
+    """``http``, typed and frozen (defaults and ranges in the schema only). A library caller may
+    set ``rate_limit_per_s`` to None (no limit) with :func:`dataclasses.replace`; a config cannot."""
+
+    SECTION: ClassVar[tuple[str, ...]] = ("http",)
+
+    rate_limit_per_s: float | None
+    retries: int
+    backoff_s: float
+    backoff_max_s: float
+    timeout_s: float
+    deadline_s: float
+    max_file_mb: float
+    user_agent: str
+    checksum_retries: int
 
     @property
     def max_bytes(self) -> int:
         return int(self.max_file_mb * 1024 * 1024)
-
-    @classmethod
-    def from_config(cls, http: Mapping[str, Any] | None) -> HttpSettings:
-        h = dict(http or {})
-        defaults = cls()
-        return cls(
-            rate_limit_per_s=float(h.get("rate_limit_per_s", defaults.rate_limit_per_s)),
-            retries=int(h.get("retries", defaults.retries)),
-            backoff_s=float(h.get("backoff_s", defaults.backoff_s)),
-            backoff_max_s=float(h.get("backoff_max_s", defaults.backoff_max_s)),
-            timeout_s=float(h.get("timeout_s", defaults.timeout_s)),
-            deadline_s=float(h.get("deadline_s", defaults.deadline_s)),
-            max_file_mb=float(h.get("max_file_mb", defaults.max_file_mb)),
-            user_agent=str(h.get("user_agent", defaults.user_agent)),
-            checksum_retries=int(h.get("checksum_retries", defaults.checksum_retries)),
-        )
 
 
 class RateLimiter:
@@ -269,7 +259,7 @@ def parse_retry_after(value: str | None, now: Callable[[], float] = time.time) -
 class HttpClient:
     """A requests Session with rate limiting, retries and verified, resumable downloads."""
 
-    settings: HttpSettings = field(default_factory=HttpSettings)
+    settings: HttpSettings = field(default_factory=lambda: HttpSettings.from_section(None))
     session: requests.Session | None = None
     limiter: RateLimiter | None = None
     sleep: Callable[[float], None] = time.sleep

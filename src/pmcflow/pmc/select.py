@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 from pmcflow import licenses
 from pmcflow.configcheck import date_bound
+from pmcflow.pmc.settings import SelectSettings
 
 MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
 _CITE_DATE_RE = re.compile(
@@ -72,16 +73,16 @@ class Selection:
     max_articles: int  # 0 = no limit
 
     @classmethod
-    def from_config(cls, select: Mapping[str, Any] | None) -> Selection:
-        s = dict(select or {})
-        lic: Iterable[str] = s.get("licenses") or []
-        norm = frozenset(x for x in (licenses.normalise(v) for v in lic) if x)
+    def from_config(cls, select: SelectSettings | Mapping[str, Any] | None) -> Selection:
+        """From the ``select`` settings (or that section as a mapping, filled from the schema)."""
+        s = SelectSettings.from_section(select)
+        norm = frozenset(x for x in (licenses.normalise(v) for v in s.licenses) if x)
         return cls(
             licenses=norm or None,
-            include_retracted=bool(s.get("include_retracted", False)),
-            date_from=parse_bound(str(s.get("date_from") or "")),
-            date_to=parse_bound(str(s.get("date_to") or "")),
-            max_articles=int(s.get("max_articles") or 0),
+            include_retracted=s.include_retracted,
+            date_from=parse_bound(s.date_from),
+            date_to=parse_bound(s.date_to),
+            max_articles=s.max_articles,
         )
 
     @property

@@ -50,9 +50,10 @@ from pmcflow.chunks import CHUNK_RE, chunk_manifest, chunk_of
 from pmcflow.config import add_config_args, config_from_args
 from pmcflow.errors import RejectionError
 from pmcflow.pmc import cloud, ftp
-from pmcflow.pmc.http import FetchError, HttpClient, HttpSettings, verify_file
+from pmcflow.pmc.http import FetchError, HttpClient, verify_file
 from pmcflow.pmc.media import XML_EXTENSIONS, MediaFilter, image_problem
 from pmcflow.pmc.select import Selection
+from pmcflow.pmc.settings import PmcSettings
 from pmcflow.pmc.transport import FileTransport, HttpTransport, Transport
 from pmcflow.progress import Progress, progress
 from pmcflow.tables import (
@@ -86,21 +87,21 @@ class Backend:
         self.transport.close()
 
 
-def make_backend(cfg: Mapping[str, Any], transport: Transport | None = None) -> Backend:
-    src = cfg["source"]
-    backend = src["backend"]
-    settings = HttpSettings.from_config(cfg.get("http"))
+def make_backend(cfg: PmcSettings, transport: Transport | None = None) -> Backend:
+    src = cfg.source
+    backend = src.backend
+    settings = cfg.http
     if backend == "cloud":
-        base = src["cloud"]["base_url"]
+        base = src.cloud.base_url
         return Backend("cloud", "cloud", transport or HttpTransport(base, HttpClient(settings)), base)
     if backend == "ftp":
-        base = src["ftp"]["base_url"]
+        base = src.ftp.base_url
         return Backend("ftp", "ftp", transport or HttpTransport(base, HttpClient(settings)), base)
     if backend == "local":
-        root = src["local"]["root"]
+        root = src.local.root
         if not root:
             raise ValueError("source.local.root is empty")
-        layout = src["local"]["layout"]
+        layout = src.local.layout
         return Backend("local", layout, transport or FileTransport(root, settings.max_file_mb), root)
     raise ValueError(f"unknown source.backend {backend!r}")
 
@@ -148,21 +149,21 @@ def _sorted_rejections(rej: Rejections) -> Rejections:
 
 
 def _enumerate_cloud(
-    cfg: Mapping[str, Any], backend: Backend, out_dir: Path, rej: Rejections
+    cfg: PmcSettings, backend: Backend, out_dir: Path, rej: Rejections
 ) -> tuple[list[cloud.ArticleRef], dict[str, Any]]:
-    c = cfg["source"]["cloud"]
-    mode = c["listing"]
+    c = cfg.source.cloud
+    mode = c.listing
     info: dict[str, Any] = {"listing_mode": mode}
     if mode == "inventory":
-        key, refs = cloud.enumerate_inventory(backend.transport, c["inventory_manifest"] or "", out_dir)
+        key, refs = cloud.enumerate_inventory(backend.transport, c.inventory_manifest or "", out_dir)
         info["inventory_manifest"] = key
         return list(progress(refs, desc="list: inventory", unit="article", summary=False)), info
     if mode == "list-objects":
         refs = cloud.enumerate_list_objects(backend.transport)
         return list(progress(refs, desc="list: list-objects", unit="article", summary=False)), info
-    specs = list(c.get("pmcids") or [])
-    if c.get("pmcids_file"):
-        specs += cloud.read_pmcids_file(c["pmcids_file"])
+    specs = list(c.pmcids)
+    if c.pmcids_file:
+        specs += cloud.read_pmcids_file(c.pmcids_file)
     lookup = cloud.enumerate_pmcids(backend.transport, specs)
     for item, reason, detail in lookup.problems:
         rej.add(item, reason, detail, pmcid=item.split(".")[0] if item.upper().startswith("PMC") else None)
@@ -170,25 +171,25 @@ def _enumerate_cloud(
 
 
 def list_articles(
-    cfg: dict, outputs: Outputs, *, transport: Transport | None = None
+    cfg: PmcSettings, outputs: Outputs, *, transport: Transport | None = None
 ) -> dict:
     """Enumerate article versions, select, assign chunks: the ``list_articles`` rule's outputs
     (``listing``, ``chunks``, ``rejections``, ``counts``; :func:`pmcflow.tables.stage_outputs`)."""
     t0 = time.perf_counter()
     out = stage_outputs("list_articles", outputs)
-    sel = Selection.from_config(cfg.get("select"))
-    span = int(cfg["chunking"]["pmcid_span"])
+    sel = Selection.from_config(cfg.select)
+    span = cfg.chunking.pmcid_span
     backend = make_backend(cfg, transport)
     rej = Rejections(LIST_STAGE)
     candidates: list[dict[str, Any]] = []
-    info: dict[str, Any] = {"backend": cfg["source"]["backend"], "layout": backend.layout}
+    info: dict[str, Any] = {"backend": cfg.source.backend, "layout": backend.layout}
     n_in = 0
     try:
         if backend.layout == "cloud":
             refs, more = _enumerate_cloud(cfg, backend, out["listing"].parent, rej)
             info.update(more)
             n_in = len(refs) + len(rej)
-            keep_all = cfg["source"]["cloud"]["versions"] == "all"
+            keep_all = cfg.source.cloud.versions == "all"
             newest: dict[int, int] = {}
             for r in refs:
                 newest[r.pmcid_num] = max(newest.get(r.pmcid_num, 0), r.version)
@@ -205,7 +206,7 @@ def list_articles(
                     continue
                 candidates.append(_listing_row(r, backend.source, span))
         else:
-            name = cfg["source"]["ftp"]["file_list"]
+            name = cfg.source.ftp.file_list
             list_key, data = _fetch_legacy(backend, name, backend.transport.get)
             fl = ftp.parse_file_list(name, data)
             info["file_list"] = list_key
@@ -294,7 +295,7 @@ def _fetch_failed(e: FetchError, not_found: str) -> RejectionError:
 
 @dataclass
 class ChunkContext:
-    cfg: Mapping[str, Any]
+    cfg: PmcSettings
     backend: Backend
     chunk: str
     cache: Path  # cache_dir / source, as given (relative paths stay relative)
@@ -412,13 +413,13 @@ def _package_manifest_ok(art_dir: Path, key: str) -> dict[str, Any] | None:
     return man
 
 
-def _ftp_limits(cfg: Mapping[str, Any]) -> ftp.TarLimits:
-    f = cfg["source"]["ftp"]
+def _ftp_limits(cfg: PmcSettings) -> ftp.TarLimits:
+    f = cfg.source.ftp
     mb = 1024 * 1024
     return ftp.TarLimits(
-        max_member_bytes=int(float(f["max_member_mb"]) * mb),
-        max_total_bytes=int(float(f["max_package_mb"]) * mb),
-        max_members=int(f["max_members"]),
+        max_member_bytes=int(f.max_member_mb * mb),
+        max_total_bytes=int(f.max_package_mb * mb),
+        max_members=f.max_members,
     )
 
 
@@ -530,7 +531,7 @@ TRANSFER_COUNTERS = ("packages_cached",)
 
 
 def acquire_chunk(
-    cfg: dict,
+    cfg: PmcSettings,
     chunk: str,
     listing_path: str,
     outputs: Outputs,
@@ -555,9 +556,9 @@ def acquire_chunk(
         backend=backend,
         chunk=chunk,
         cache=Path(cache_dir) / backend.source,
-        select=Selection.from_config(cfg.get("select")),
-        media=MediaFilter(cfg["source"].get("media_types")),
-        verify_images=bool(cfg["source"]["verify_images"]),
+        select=Selection.from_config(cfg.select),
+        media=MediaFilter(list(cfg.source.media_types)),
+        verify_images=cfg.source.verify_images,
         media_rej=Rejections(MEDIA_STAGE, chunk),
     )
     rej = Rejections(ACQUIRE_STAGE, chunk)
@@ -650,7 +651,7 @@ def cli_list(argv: Sequence[str]) -> int:
     p.add_argument("--out", required=True, help="Output directory (listing.parquet, chunks.json, ...).")
     args = p.parse_args(list(argv))
     _setup_logging()
-    counts = list_articles(config_from_args(args), args.out)
+    counts = list_articles(PmcSettings.from_config(config_from_args(args)), args.out)
     print(json.dumps(counts, sort_keys=True))
     return 0
 
@@ -675,7 +676,7 @@ def retry_failed(cfg: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, 
         for chunk in before:
             log.info("%s: re-acquiring (%d article(s) pending)", chunk, before[chunk])
             counts = acquire_chunk(
-                dict(cfg),
+                PmcSettings.from_config(cfg),
                 chunk,
                 os.fspath(results / results_layout.LISTING),
                 {k: results / v for k, v in results_layout.rule_outputs("acquire_chunk", chunk=chunk).items()},
@@ -734,7 +735,7 @@ def cli_acquire(argv: Sequence[str]) -> int:
 
     with locked((args.cache, "download cache")):
         counts = acquire_chunk(
-            config_from_args(args),
+            PmcSettings.from_config(config_from_args(args)),
             args.chunk,
             args.listing,
             args.out,

@@ -7,6 +7,6 @@ section functions of :mod:`pmcflow.report.sections` (data loading in :mod:`.load
 
 from __future__ import annotations
 
-from pmcflow.report.render import REPORTS, cli, render_report
+from pmcflow.report.render import REPORTS, ReportSettings, cli, render_report
 
-__all__ = ["REPORTS", "cli", "render_report"]
+__all__ = ["REPORTS", "ReportSettings", "cli", "render_report"]

@@ -13,12 +13,15 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import yaml
 
 from pmcflow import layout as L
+
+if TYPE_CHECKING:
+    from pmcflow.encoders.train import TrainSettings
 
 
 @dataclass(frozen=True)
@@ -478,7 +481,7 @@ class TextTokenizer:
     fallback: str | None = None  # why CLIP BPE stands in for the model's own tokenizer
 
 
-def train_config(res: Results) -> dict[str, Any] | None:
+def train_config(res: Results) -> TrainSettings | None:
     """The config's ``train`` section as the train stage resolves it (preset and defaults applied),
     or None without one (or when it does not resolve)."""
     from pmcflow import runs
@@ -489,7 +492,7 @@ def train_config(res: Results) -> dict[str, Any] | None:
         return None
     try:  # the first run's settings: without the workflow keys (run, variants), its variant applied
         settings = runs.run_settings(train_cfg, runs.encoder_runs(train_cfg)[0])
-        return TR.resolve_config({k: v for k, v in settings.items() if v is not None})
+        return TR.TrainSettings.from_section({k: v for k, v in settings.items() if v is not None})
     except (TR.TrainError, runs.RunError):
         return None
 
@@ -501,7 +504,7 @@ def configured_model(res: Results) -> tuple[str, str]:
 
     cfg = train_config(res)
     if cfg is not None:
-        return str(cfg["model"]), "config train.model"
+        return str(cfg.model), "config train.model"
     for run in encoder_runs(res):
         model = encoder_train(res, run).get("model")
         if model:
@@ -612,27 +615,27 @@ def sample_texts(res: Results, max_samples: int | None = 5000, seed: int = 0) ->
         df = stable_order(df, "subfigure_uid", seed).head(max_samples)
     rows = df.to_dicts()
     try:
-        shard_cfg = SH.resolve_config(
+        shard_cfg = SH.ShardSettings.from_section(
             res.config.get("shard") if isinstance(res.config.get("shard"), dict) else None
         )
     except SH.ShardConfigError:
-        shard_cfg = SH.resolve_config(None)
+        shard_cfg = SH.ShardSettings.from_section(None)
     fields = {f: [SH.field_text(r.get(f)) for r in rows] for f in S.SAMPLE_TEXT_FIELDS}
     if "_txt" in df.columns:
         txt = [str(r["_txt"] or "") for r in rows]
     else:
-        args = (shard_cfg["text_fields"], shard_cfg["text_separator"], shard_cfg["text_max_chars"])
+        args = (shard_cfg.text_fields, shard_cfg.text_separator, shard_cfg.text_max_chars)
         txt = [SH.compose_text(r, *args) for r in rows]
-    tcfg = train_config(res) or {}
-    train_fields = tcfg.get("text_fields")
+    tcfg = train_config(res)
+    train_fields = tcfg.text_fields if tcfg is not None else None
     train = None
     if train_fields:  # what pmcflow.encoders.launch composes from the members at load time
-        sep = str(tcfg["text_separator"])
+        sep = str(tcfg.text_separator)
         train = [SH.join_texts([fields[f][i] for f in train_fields], sep) for i in range(len(rows))]
     return {
         "fields": fields,
         "txt": txt,
-        "txt_fields": list(shard_cfg["text_fields"]),
+        "txt_fields": list(shard_cfg.text_fields),
         "train": train,
         "train_fields": list(train_fields) if train_fields else None,
         "n_samples": n_samples,

@@ -7,9 +7,11 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from pmcflow.settings import Settings
 from pmcflow.tables import atomic_open
 
 REPORTS: dict[str, str] = {
@@ -40,6 +42,17 @@ body.jp-Notebook { max-width: 1200px; margin: auto; }
 p.pmcflow-caption { font-style: italic; margin: 10px 0 2px 0; }
 </style>{% endblock html_head_css %}
 """
+
+
+@dataclass(frozen=True)
+class ReportSettings(Settings):
+    """``report``, typed and frozen (defaults in the schema): what every report rule renders with."""
+
+    SECTION: ClassVar[tuple[str, ...]] = ("report",)
+
+    show_input: bool  # the code cells in the HTML
+    n_examples: int  # example pairs shown
+    seed: int  # which examples
 
 
 def notebooks_dir() -> Path:
