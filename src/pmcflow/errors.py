@@ -2,7 +2,8 @@
 
 Stages catch it and write a rejection row (``tables.Rejections.add(uid, e.reason, e.detail)``), so
 nothing is dropped silently; the CLI prints it as one line. Each stage subclasses it to name its
-own family of reasons (``FetchError``, ``JatsError``, ``ImageReject``, ...).
+own family of reasons (``FetchError``, ``JatsError``, ``BadPackage``, ``ImageError``,
+``ImageReject``, ...); a test checks that every class carrying a reason and a detail is one.
 """
 
 from __future__ import annotations

@@ -242,3 +242,46 @@ def test_installed_package_carries_the_schema(tmp_path):
     with zipfile.ZipFile(wheel) as zf:
         shipped = zf.read("pmcflow/data/config.schema.yaml")
     assert shipped == (repo / "config/schema/config.schema.yaml").read_bytes()
+
+
+def test_every_refusal_with_a_reason_is_one_rejection_error() -> None:
+    """Each stage's refusal of an item carries a machine-readable reason and a detail through the one
+    base class (pmcflow.errors), whatever else it is, so one handler writes any of them as a row."""
+    import ast
+
+    from pmcflow.errors import RejectionError
+
+    src = Path(__file__).resolve().parents[2] / "src" / "pmcflow"
+    found: list[tuple[str, str]] = []
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+            sets = {
+                t.attr
+                for n in ast.walk(init or ast.Module(body=[], type_ignores=[]))
+                if isinstance(n, ast.Assign)
+                for t in n.targets
+                if isinstance(t, ast.Attribute)
+            }
+            direct = any(isinstance(b, ast.Name) and b.id == "RejectionError" for b in node.bases)
+            if {"reason", "detail"} <= sets or direct:
+                module = ".".join(path.relative_to(src.parent).with_suffix("").parts)
+                found.append((module, node.name))
+    names = {n for _, n in found}
+    assert {"FetchError", "JatsError", "ImageReject", "ImageError", "BadPackage"} <= names, found
+    import importlib
+
+    for module, name in found:
+        cls = getattr(importlib.import_module(module), name)
+        assert issubclass(cls, RejectionError), f"{module}.{name} carries a reason but is no RejectionError"
+    # the two that were outside the family: an unusable figure file and a refused FTP package
+    from pmcflow.detect.images import ImageError
+    from pmcflow.pmc.ftp import BadPackage
+
+    e = ImageError("f.png", "missing", "no such file")
+    assert (e.reason, e.detail, str(e)) == ("missing", "no such file", "f.png: missing: no such file")
+    assert isinstance(e, ValueError)  # callers that caught the ValueError still do
+    assert (BadPackage("too big").reason, str(BadPackage("too big"))) == ("bad_package", "too big")

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFile, UnidentifiedImageError
 
+from pmcflow.errors import RejectionError
+
 # Refuse images larger than this many pixels (a 10k x 10k figure is far beyond any real PMC figure).
 DEFAULT_MAX_PIXELS = 100_000_000
 
@@ -22,14 +24,14 @@ DEFAULT_MAX_PIXELS = 100_000_000
 ImageFile.LOAD_TRUNCATED_IMAGES = False
 
 
-class ImageError(ValueError):
-    """A figure file that cannot be used; ``reason`` is a short machine-readable code."""
+class ImageError(RejectionError, ValueError):
+    """A figure file that cannot be used (:class:`pmcflow.errors.RejectionError`: ``reason`` is a
+    short machine-readable code); its message names the file."""
 
     def __init__(self, path: str, reason: str, detail: str) -> None:
-        super().__init__(f"{path}: {reason}: {detail}")
+        super().__init__(reason, detail)
+        self.args = (f"{path}: {reason}: {detail}",)
         self.path = path
-        self.reason = reason
-        self.detail = detail
 
 
 def _to_rgb(img: Image.Image) -> Image.Image:

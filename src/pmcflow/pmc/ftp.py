@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from pmcflow.errors import RejectionError
 from pmcflow.pmc.cloud import PMCID_SPEC_RE, parse_bool
 from pmcflow.tables import temp_sibling
 
@@ -209,11 +210,12 @@ def base_is_deprecated(base_url: str) -> bool:
 
 
 # ------------------------------------------------------------------------------ extraction
-class BadPackage(Exception):
+class BadPackage(RejectionError):
+    """A package refused as a whole (``bad_package``); its message is the detail."""
+
     def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = "bad_package"
-        self.detail = detail
+        super().__init__("bad_package", detail)
+        self.args = (detail,)
 
 
 @dataclass(frozen=True)
