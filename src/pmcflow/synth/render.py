@@ -559,12 +559,12 @@ def cli(argv: Sequence[str] | None = None) -> int:
         prog="pmcflow render", description="Render synthetic compound figures (COCO + YOLO)."
     )
     ap.add_argument("--n", type=int, help="number of figures in the whole run")
-    ap.add_argument("--seed", type=int, default=20260415)
+    ap.add_argument("--seed", type=int, help="default: the config schema's seed")
     ap.add_argument("--out", required=True, help="output directory (of this shard, or of the merge)")
     ap.add_argument(
         "--size",
-        default="512",
-        help="canvas: 512 or WxH (e.g. 410x400); the base the canvases grow around unless canvas mode=fixed",
+        help="canvas: 512 or WxH (e.g. 410x400); the base the canvases grow around unless canvas mode=fixed "
+        "(default: synth.size's)",
     )
     ap.add_argument("--start", type=int, default=0, help="first figure index (e.g. a validation split)")
     ap.add_argument("--shard", type=int, default=None)
@@ -580,7 +580,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="the split to render: picks its datasets from a datasets sources file",
     )
-    ap.add_argument("--compress-level", type=int, default=1, help="PNG zlib level (fixed per run)")
+    ap.add_argument("--compress-level", type=int, help="PNG zlib level (fixed per run; default: synth.compress_level's)")
     ap.add_argument(
         "--element",
         action="append",
@@ -619,20 +619,29 @@ def cli(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.n is None:
         ap.error("--n is required unless --merge is given")
+    # what the flags leave unset: the schema's defaults (the config loader fills them)
+    from pmcflow.config import load_config
+    from pmcflow.synth.settings import SynthSettings
+
+    defaults = load_config([])
+    synth = SynthSettings.from_config(defaults)
+    seed = int(defaults["seed"]) if args.seed is None else args.seed
+    size = synth.size if args.size is None else args.size
+    compress_level = synth.compress_level if args.compress_level is None else args.compress_level
     sources = load_sources_file(args.sources) if args.sources else None
     elements: dict[str, Any] = dict.fromkeys(RATE_KEYS, 0.0) if args.no_elements else {}
     elements.update(parse_sets(args.element, "--element"))
     canvas = parse_sets(args.canvas, "--canvas")
     counts = render(
         args.n,
-        args.seed,
+        seed,
         args.out,
-        size=args.size,
+        size=size,
         shard=args.shard,
         num_shards=args.num_shards,
         start=args.start,
         sources=sources,
-        compress_level=args.compress_level,
+        compress_level=compress_level,
         validate_sources=args.validate_sources,
         split=args.split,
         elements=element_params(elements),
