@@ -119,6 +119,15 @@ def unset_defaults(*path: str) -> dict[str, Any]:
     return {key: copy.deepcopy(spec["x-default"]) for key, spec in props.items() if "x-default" in spec}
 
 
+def schema_default(*path: str) -> Any:
+    """The schema's ``default`` of the key at ``path`` (``("detector", "score_threshold")``): for a
+    library constant that must equal a config default, so that the number is written once."""
+    node = _schema_node(*path)
+    if "default" not in node:
+        raise ConfigError(f"{'.'.join(path)} has no default in the schema")
+    return copy.deepcopy(node["default"])
+
+
 def _schema_node(*path: str) -> Mapping[str, Any]:
     """The schema of the config object at key ``path``; :class:`ConfigError` if there is none."""
     node: Mapping[str, Any] = load_schema()

@@ -26,15 +26,18 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
+from pmcflow.config import schema_default
 from pmcflow.detect.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from pmcflow.devices import resolve_device  # noqa: F401 - re-exported to the backends
 
 ImageInput = str | os.PathLike[str] | Image.Image
 Params = Mapping[str, Any]
 
-# Production post-processing of the reference system (seed 000 §2): score 0.2, NMS IoU 0.2.
-DEFAULT_SCORE_THRESHOLD = 0.2
-DEFAULT_NMS_IOU = 0.2
+# Production post-processing of the reference system (seed 000 §2): score 0.2, NMS IoU 0.2 --
+# the library's defaults are the config's (detector.score_threshold, detector.nms_iou), read from
+# the schema so that the number lives in one place.
+DEFAULT_SCORE_THRESHOLD: float = float(schema_default("detector", "score_threshold"))
+DEFAULT_NMS_IOU: float = float(schema_default("detector", "nms_iou"))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pmcflow.detect.base import BACKENDS, DEFAULT_NMS_IOU, DEFAULT_SCORE_THRESHOLD
+from pmcflow.detect.base import BACKENDS, DEFAULT_SCORE_THRESHOLD
 
 
 def train(argv: Sequence[str]) -> int:
@@ -62,8 +62,8 @@ def detect(argv: Sequence[str]) -> int:
         default=None,
         help=f"minimum box score (default: the checkpoint's own threshold, else {DEFAULT_SCORE_THRESHOLD})",
     )
-    ap.add_argument("--nms-iou", type=float, default=DEFAULT_NMS_IOU)
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--nms-iou", type=float, help="NMS IoU of the kept boxes (default: detector.nms_iou's)")
+    ap.add_argument("--batch-size", type=int, help="images per forward pass (default: detector.batch_size's)")
     ap.add_argument("--errors", type=Path, default=None, help="also write per-image errors as JSON here")
     ap.add_argument("--strict", action="store_true", help="exit 1 if any image could not be read")
     ap.add_argument(
@@ -87,9 +87,13 @@ def detect(argv: Sequence[str]) -> int:
     from pmcflow.config import parse_sets  # keys of detector.params.<backend>
     from pmcflow.detect.base import DetectionResult, get_detector, run_detection
     from pmcflow.detect.default import resolve_threshold
+    from pmcflow.detect.settings import DetectorSettings
     from pmcflow.progress import Progress
     from pmcflow.tables import write_json
 
+    section = DetectorSettings.from_section(None)  # what the flags leave unset: the schema's defaults
+    nms_iou = section.nms_iou if args.nms_iou is None else args.nms_iou
+    batch_size = section.batch_size if args.batch_size is None else args.batch_size
     detector = get_detector(args.backend, checkpoint=args.checkpoint, **parse_sets(args.sets))
     threshold, source = resolve_threshold(args.score_threshold, args.backend, args.checkpoint)
     print(f"score threshold {threshold:g} ({source})", file=sys.stderr)
@@ -100,7 +104,7 @@ def detect(argv: Sequence[str]) -> int:
         refine = letter_refiner()
     # Batch by batch (the batches run_detection would make), so a bar can follow; the summary line
     # below says the counts.
-    bs = max(1, args.batch_size)
+    bs = max(1, batch_size)
     results: list[DetectionResult] = []
     with Progress(len(args.images), desc="detect", unit="image", summary=False) as bar:
         for start in range(0, len(args.images), bs):
@@ -109,8 +113,8 @@ def detect(argv: Sequence[str]) -> int:
                 detector,
                 batch,
                 score_threshold=threshold,
-                nms_iou=args.nms_iou,
-                batch_size=args.batch_size,
+                nms_iou=nms_iou,
+                batch_size=batch_size,
                 refine=refine,
             )
             bar.update(len(batch))
