@@ -8,7 +8,6 @@ the workflow directory, given as ``workdir``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -689,10 +688,12 @@ def tokenizer_lengths(
 
 
 def stable_order(df: pl.DataFrame, key: str, seed: int = 0) -> pl.DataFrame:
-    """Rows in a seeded pseudo-random order that depends only on each row's key."""
+    """Rows in a seeded pseudo-random order that depends only on each row's key (the project's one
+    seeded hash, :func:`pmcflow.seeding.seed_digest`)."""
+    from pmcflow.seeding import seed_digest
 
     def h(v: str) -> str:
-        return hashlib.sha256(f"{seed}/{v}".encode()).hexdigest()
+        return seed_digest(seed, "report.order", v).hex()
 
     return (
         df.with_columns(pl.col(key).map_elements(h, return_dtype=pl.String).alias("_h")).sort("_h").drop("_h")
