@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 from lxml import etree
 
 from pmcflow import schema as S
+from pmcflow.config import schema_default
 from pmcflow.errors import RejectionError
 from pmcflow.licenses import from_jats
 from pmcflow.progress import echo, progress
@@ -41,7 +42,8 @@ from pmcflow.tables import Outputs, Rejections, counts_record, file_md5, read_ro
 from pmcflow.textclean import clean_text, over_cap
 
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
-DEFAULT_MAX_BYTES = 64 * 2**20
+# The library's size limit is the config's (parse.max_xml_mb), read from the schema: written once.
+DEFAULT_MAX_BYTES = int(float(schema_default("parse", "max_xml_mb")) * 2**20)
 
 __all__ = [
     "JatsError",

@@ -55,18 +55,14 @@ class FrozenMap(Mapping[str, Any]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Mapping) and dict(self.items()) == dict(other.items())
 
-    def __hash__(self) -> int:
-        return hash(tuple(sorted((k, _hashable(v)) for k, v in self._data.items())))
+    def __hash__(self) -> int:  # values are frozen (tuples, FrozenMaps, scalars): hashable
+        return hash(tuple(sorted(self._data.items())))
 
     def __repr__(self) -> str:
         return f"FrozenMap({self._data!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenMap, (thaw(self),))
-
-
-def _hashable(value: Any) -> Any:
-    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
 def freeze(value: Any) -> Any:
@@ -158,7 +154,7 @@ class Settings:
             if not isinstance(value, cls):
                 raise TypeError(f"expected {cls.__name__}, got {type(value).__name__}")
             return value
-        return cls._build(subsection(thaw(value) if value is not None else None, *cls.SECTION), cls.SECTION)
+        return cls._build(subsection(thaw(value), *cls.SECTION), cls.SECTION)
 
     @classmethod
     def from_config(cls: type[S], cfg: Mapping[str, Any] | None) -> S:
@@ -190,7 +186,8 @@ class Settings:
         return {f.name: thaw(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def replace(self: S, **changes: Any) -> S:
-        """A copy with ``changes`` applied, checked against the schema like the original."""
+        """A copy with ``changes`` applied: checked against the schema like the original for a class
+        with a ``SECTION``; a nested class (no section of its own) is replaced as given."""
         return type(self).from_section({**self.to_dict(), **changes}) if self.SECTION else dataclasses.replace(
             self, **changes
         )

@@ -44,6 +44,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
     from pmcflow.config import load_config, parse_sets
     from pmcflow.decompose.settings import DecomposeSettings
     from pmcflow.decompose.stage import decompose_chunk
+    from pmcflow.detect.base import DEFAULT_SCORE_THRESHOLD
 
     ap = argparse.ArgumentParser(prog="pmcflow decompose", description=__doc__.split("\n")[0])
     ap.add_argument("images", nargs="+", metavar="IMAGE")
@@ -57,7 +58,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--checkpoint", help="'shipped', a checkpoint path, or 'none'")
     ap.add_argument(
         "--score-threshold", type=float,
-        help="minimum box score (default: the checkpoint's own threshold, else 0.2)",
+        help=f"minimum box score (default: the checkpoint's own threshold, else {DEFAULT_SCORE_THRESHOLD})",
     )
     ap.add_argument("--nms-iou", type=float)
     ap.add_argument("--batch-size", type=int)

@@ -39,4 +39,4 @@ class DetectorSettings(Settings):
 
     def backend_params(self, backend: str | None = None) -> dict[str, Any]:
         """The parameters of ``backend`` (default: the configured one) as a plain dict."""
-        return dict(thaw(self.params.get(backend or self.backend) or {}))
+        return thaw(self.params.get(backend or self.backend) or {})

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pmcflow.settings import Settings
+
+if TYPE_CHECKING:
+    from pmcflow.pmc.http import HttpSettings
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class PmcSettings:
 
     source: SourceSettings
     select: SelectSettings
-    http: Any  # pmcflow.pmc.http.HttpSettings (imported lazily: http imports requests)
+    http: HttpSettings  # imported lazily below: pmcflow.pmc.http imports requests
     chunking: ChunkingSettings
 
     @classmethod

@@ -619,13 +619,12 @@ def cli(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.n is None:
         ap.error("--n is required unless --merge is given")
-    # what the flags leave unset: the schema's defaults (the config loader fills them)
-    from pmcflow.config import load_config
+    # what the flags leave unset: the schema's defaults
+    from pmcflow.config import schema_default
     from pmcflow.synth.settings import SynthSettings
 
-    defaults = load_config([])
-    synth = SynthSettings.from_config(defaults)
-    seed = int(defaults["seed"]) if args.seed is None else args.seed
+    synth = SynthSettings.from_section(None)
+    seed = int(schema_default("seed")) if args.seed is None else args.seed
     size = synth.size if args.size is None else args.size
     compress_level = synth.compress_level if args.compress_level is None else args.compress_level
     sources = load_sources_file(args.sources) if args.sources else None
