@@ -5,6 +5,8 @@ SourceData legends; 121 figures ``dev`` used to tune the rules, 30 figures ``tes
 by article). Metric: predicted segments aligned one-to-one to gold segments by token F1; exact match
 (whitespace-normalised) and token F1 per gold segment (macro), share of figures whose segment count
 matches. ``labelled_figures`` restricts to legends whose every gold panel still carries its label.
+Also with each legend's panel count passed as ``n_panels`` (``quality_hinted``), and on the legends
+none of whose gold panels carries a label (``quality_label_less``: the panel-boundary model's work).
 
 Quality on real PMC captions: ``evaluate_labelwise`` on tests/fixtures/subcaptions/pmc_labelwise_dev.jsonl
 (281 captions from 57 CC BY/CC0/PD articles, label-wise gold; split by article). Headline: share
@@ -118,6 +120,23 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(
                 f"| {name} | {e['figures']} | {e['gold_segments']} | {_fmt(e['matched_at_0_9'])} | {_fmt(e['exact_match_rate'])} | "
                 f"{_fmt(e['token_f1_macro'])} | {_fmt(e['count_match_rate'])} | {_fmt(e['label_agreement'])} |"
+            )
+    hinted, unl = result.get("quality_hinted"), result.get("quality_label_less")
+    if hinted and unl:
+        lines += [
+            "",
+            "Legends whose labels the reconstruction dropped are cut between sentences by the panel-boundary "
+            "model (`pmcflow.enrich.boundaries`, fitted on the dev articles only); `n_panels` given = the "
+            "legend's panel count passed as the pipeline passes its number of subfigures.",
+            "",
+            "| split | all legends, n_panels given | label-less legends: gold segments | model | model, n_panels given | body as one segment |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for split in ("dev", "test", "all"):
+            u, uh = unl["free"][split], unl["hinted"][split]
+            lines.append(
+                f"| {split} | {_fmt(hinted[split]['matched_at_0_9'])} | {u['gold_segments']} | {_fmt(u['matched_at_0_9'])} | "
+                f"{_fmt(uh['matched_at_0_9'])} | {_fmt(u['no_split']['matched_at_0_9'])} |"
             )
     lines += [
         "",
@@ -272,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = load_rows(FIXTURE)
     quality = evaluate_splitter(rows)
+    quality_hinted = evaluate_splitter(rows, panels_hint=True, include_baseline=False)
+    label_less = [r for r in rows if not any(g.get("labels_heuristic") for g in r["subcaptions"])]
+    quality_label_less = {
+        "free": evaluate_splitter(label_less),
+        "hinted": evaluate_splitter(label_less, panels_hint=True, include_baseline=False),
+    }
     pmc = load_rows(PMC_FIXTURE)
     pmc_quality = evaluate_labelwise(pmc)
     previous = json.loads((OUT_DIR / "enrich.json").read_text()) if (OUT_DIR / "enrich.json").exists() else {}
@@ -299,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
             "test_articles": len({r["doi"] for r in rows if split_of(r["doi"]) == "test"}),
         },
         "quality": quality,
+        "quality_hinted": quality_hinted,
+        "quality_label_less": quality_label_less,
         "pmc_fixture": str(PMC_FIXTURE.relative_to(ROOT)),
         "pmc_quality": pmc_quality,
         "llm": llm,

@@ -41,6 +41,8 @@ CASES: dict[str, set[str]] = {
     # the renderer draws panel letters; decompose reads caption letters with the enrich splitter
     "synth/labels.py": {"render_shard", "render_merge"},
     "enrich/rules.py": {"decompose_chunk", "enrich_subcaptions", "enrich_chunk"},
+    # the splitter's panel-boundary weights: shipped data it opens, reached wherever the splitter is
+    "data/caption_boundaries.json": {"decompose_chunk", "enrich_subcaptions", "enrich_chunk"},
     # the JATS parser is the parse stage's alone
     "jats.py": {"parse_chunk"},
     "detect/images.py": {"decompose_chunk"} | DETECTOR_RULES | FILTER_RULES,

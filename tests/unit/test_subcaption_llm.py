@@ -213,6 +213,31 @@ def test_cli_bad_lines(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     assert json.loads(out.splitlines()[0]) == {"segments": [], "shared_text": ""}
 
 
+# a caption that names no label (pmcflow.enrich.boundaries), cut into a given number of panels
+UNLABELLED = (
+    "PHD1 regulates p53. Western blot for p53 and vinculin in HCT116 cells treated with 5-FU for 8 h. "
+    "Vinculin is used as a loading control. Western blot for PHD1 in LIM1215 cells silenced for PHD1."
+)
+
+
+def test_cli_n_panels(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    line = json.dumps({"caption": UNLABELLED, "title": "PHD1 regulates p53.", "n_panels": 2})
+    rc, out, err = _run_cli(line + "\n", monkeypatch, capsys)
+    assert rc == 0 and err == ""
+    rec = json.loads(out)
+    assert rec["shared_text"] == "PHD1 regulates p53." and len(rec["segments"]) == 2
+    assert all(s["labels"] == [] and s["text"] in UNLABELLED for s in rec["segments"])
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "3", True])
+def test_cli_bad_n_panels(
+    bad: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = _run_cli(json.dumps({"caption": UNLABELLED, "n_panels": bad}) + "\n", monkeypatch, capsys)
+    assert rc == 1 and "line 1:" in err and "n_panels" in err
+    assert json.loads(out) == {"segments": [], "shared_text": ""}
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not vllm_available(), reason="needs vllm and a CUDA GPU")
 def test_vllm_subcaption_end_to_end() -> None:  # pragma: no cover - GPU only

@@ -147,8 +147,13 @@ def evaluate_splitter(
     splitter: Splitter = split_caption,
     *,
     include_baseline: bool = True,
+    panels_hint: bool = False,
 ) -> dict[str, Any]:
-    """Scores per split (``dev``, ``test``, ``all``) plus the reference points; see module doc."""
+    """Scores per split (``dev``, ``test``, ``all``) plus the reference points; see module doc.
+
+    ``panels_hint``: pass each legend's panel count (``n_panels_sourcedata``) to the splitter as
+    ``n_panels``, as the pipeline knows the number of subfigures the detector found.
+    """
     rows = list(rows)
     per_split: dict[str, list[FigureScore]] = {"dev": [], "test": [], "all": []}
     base_split: dict[str, list[FigureScore]] = {"dev": [], "test": [], "all": []}
@@ -158,7 +163,11 @@ def evaluate_splitter(
         split = split_of(str(r["doi"]))
         title = r.get("figure_title")
         gold = r["subcaptions"]
-        pred = panel_segments(splitter(r["caption_reconstructed"], title), title)
+        if panels_hint:
+            raw = splitter(r["caption_reconstructed"], title, n_panels=int(r["n_panels_sourcedata"]))  # type: ignore[call-arg]
+        else:
+            raw = splitter(r["caption_reconstructed"], title)
+        pred = panel_segments(raw, title)
         sc = score_figure(str(r["id"]), pred, gold)
         per_split[split].append(sc)
         per_split["all"].append(sc)

@@ -48,6 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from pmcflow.enrich.boundaries import segment_body
 from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws
 
 # ---------------------------------------------------------------------------------------------
@@ -57,10 +58,15 @@ from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws
 
 @dataclass(frozen=True)
 class Segment:
-    """A piece of a caption and the panel labels it describes (empty for the lead / unlabelled)."""
+    """A piece of a caption and the panel labels it describes (empty for the lead / unlabelled).
+
+    ``shared`` marks the known title of a caption that names no label: text every panel shares,
+    not a panel's own (it does not take part in equality).
+    """
 
     labels: list[str]
     text: str
+    shared: bool = field(default=False, compare=False)
 
     def to_json(self) -> dict[str, object]:
         return {"labels": list(self.labels), "text": self.text}
@@ -888,13 +894,18 @@ def _dedupe(labels: Iterable[str]) -> list[str]:
     return list(seen)
 
 
-def split_caption(caption: str, title: str | None = None) -> list[Segment]:
+def split_caption(caption: str, title: str | None = None, *, n_panels: int | None = None) -> list[Segment]:
     """Split ``caption`` into labelled segments (see the module docstring).
 
     ``title``: the caption's title when known (JATS ``<caption><title>``); when the caption starts
     with it, labels are searched only after it and a label right after it counts as a sentence start.
     The lead (title or shared text before the first label) comes back as a first segment with no
-    labels; it is never dropped. A caption with no usable labels gives one unlabelled segment.
+    labels; it is never dropped.
+
+    A caption with no usable labels comes back as its title (when known, ``shared``) and its body
+    cut into unlabelled panel segments between sentences by the panel-boundary model
+    (:mod:`pmcflow.enrich.boundaries`); ``n_panels`` (the number of subfigures, when known) makes
+    it cut into that many. A single-panel legend normally stays one segment.
     """
     text = normalize_ws(caption)
     if not text:
@@ -910,7 +921,11 @@ def split_caption(caption: str, title: str | None = None) -> list[Segment]:
         whole = _split_after(text, 0)
         if any(s.labels for s in whole):
             return whole
-    return segments
+    if any(s.labels for s in segments):
+        return segments
+    head = [Segment([], text[:floor].strip(), shared=True)] if floor and text[:floor].strip() else []
+    body = segment_body(text, floor if head else 0, n_panels=n_panels)
+    return head + [Segment([], text[a:b]) for a, b in body]
 
 
 def _split_after(text: str, floor: int) -> list[Segment]:
@@ -967,23 +982,24 @@ def shared_text(segments: Sequence[Segment]) -> str:
     """The text every panel shares: title and lead before the first labelled segment.
 
     For a caption without labels, the known title (when one was given) and "" otherwise: the
-    body is then the one panel segment (see :func:`panel_segments`).
+    body's segments are the panel segments (see :func:`panel_segments`).
     """
     if not any(s.labels for s in segments):
-        return " ".join(s.text for s in segments[:-1])
+        return " ".join(s.text for s in segments if s.shared)
     return " ".join(lead_segments(segments))
 
 
 def panel_segments(segments: Sequence[Segment]) -> list[Segment]:
-    """The segments that describe panels: the labelled ones, or the one unlabelled body text.
+    """The segments that describe panels: the labelled ones, or the unlabelled body segments.
 
     The title and lead go to :func:`shared_text` instead. A caption without labels gives its text
-    after the title (or the whole caption) as one unlabelled segment.
+    after the title (or the whole caption) as unlabelled segments, one per panel the
+    panel-boundary model finds (see :func:`split_caption`).
     """
     labelled = [s for s in segments if s.labels]
     if labelled:
         return labelled
-    return list(segments[-1:])
+    return [s for s in segments if not s.shared]
 
 
 def _is_letter(label: str) -> bool:

@@ -233,11 +233,14 @@ def cli(argv: Sequence[str] | None = None) -> int:
     """``pmcflow split-caption``: JSON lines ``{"caption": …}`` in, ``{"segments": […], "shared_text": …}`` out.
 
     ``segments`` are the panel segments (labels + verbatim text); a caption without labels gives
-    its body as one unlabelled segment. ``shared_text`` is the title and lead that describe every
-    panel ("" when the caption has no labels). One output line per non-blank input line, in order. A bad line (invalid JSON, not an object,
-    no string ``caption``) is reported on stderr with its line number and answered with
-    ``{"segments": []}`` so outputs stay aligned with inputs; the exit code is then 1.
-    An optional ``"title"`` field is used as the caption title.
+    its body as unlabelled segments, cut between sentences by the panel-boundary model (one
+    segment for most single-panel legends). ``shared_text`` is the title and lead that describe
+    every panel (for a caption without labels, its ``"title"`` when given, else ""). One output
+    line per non-blank input line, in order. A bad line (invalid JSON, not an object, no string
+    ``caption``, a ``n_panels`` that is not a positive integer) is reported on stderr with its line
+    number and answered with ``{"segments": []}`` so outputs stay aligned with inputs; the exit
+    code is then 1. Optional fields: ``"title"`` (the caption title) and ``"n_panels"`` (the
+    number of subfigures, when known: a caption without labels is cut into that many segments).
     """
     parser = argparse.ArgumentParser(
         prog="pmcflow split-caption",
@@ -263,7 +266,12 @@ def cli(argv: Sequence[str] | None = None) -> int:
                 if not isinstance(caption, str):
                     raise ValueError('missing or non-string "caption"')
                 title = obj.get("title")
-                split = split_caption(caption, title if isinstance(title, str) else None)
+                n_panels = obj.get("n_panels")
+                if n_panels is not None and (
+                    isinstance(n_panels, bool) or not isinstance(n_panels, int) or n_panels < 1
+                ):
+                    raise ValueError(f'"n_panels" must be a positive integer, not {n_panels!r}')
+                split = split_caption(caption, title if isinstance(title, str) else None, n_panels=n_panels)
                 segments, shared = panel_segments(split), shared_text(split)
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
                 errors += 1
