@@ -127,7 +127,7 @@ def markdown(result: dict[str, Any]) -> str:
             "",
             "Legends whose labels the reconstruction dropped are cut between sentences by the panel-boundary "
             "model (`pmcflow.enrich.boundaries`, fitted on the dev articles only); `n_panels` given = the "
-            "legend's panel count passed as the pipeline passes its number of subfigures.",
+            "legend's panel count passed, as a caller that knows the number of subfigures can.",
             "",
             "| split | all legends, n_panels given | label-less legends: gold segments | model | model, n_panels given | body as one segment |",
             "|---|---:|---:|---:|---:|---:|",

@@ -14,7 +14,8 @@ whitespace (not an abbreviation, any case after it), a period glued to a capital
 qPCR analysis …"). Each cut is scored by a logistic regression on features of the sentence before
 it and the sentence after it: how the first one ends (statistics, ``n =``, scale bars, a closing
 bracket), how the next one opens (its first word and first two words, case, an opening bracket),
-whether the two share content words, their lengths, and whether the period is glued. Every cut
+whether the two share content words, how many of the next one's content words the caption has
+not used yet, their lengths, and whether the period is glued. Every cut
 whose probability reaches :attr:`BoundaryModel.threshold` is made.
 
 Training data and provenance
@@ -51,9 +52,8 @@ L2 = 1.0  # ridge penalty of the fit (on all weights but the bias)
 NEWTON_STEPS = 50
 # a cut is made where a panel boundary is more likely than not (the model's own decision, not tuned
 # on any split). 5-fold cross-validation by article over the dev split, share of gold panels of
-# label-less legends matched at token F1 >= 0.9 on the held-out folds: 0.31 at 0.5 (0.49 at 0.3,
-# which over-splits single-panel legends; the body as one segment: 0.08); given the number of
-# panels instead (``n_panels``), 0.59
+# label-less legends matched at token F1 >= 0.9 on the held-out folds: 0.43 at 0.5 (also 0.43 at
+# 0.3; the body as one segment: 0.08); given the number of panels instead (``n_panels``), 0.62
 THRESHOLD = 0.5
 
 BRACKET_MAX_CHARS = 200  # a bracket standing alone after a sentence is short: "(n = 3)"; bounds the scan
@@ -251,6 +251,9 @@ def features(
         f["w2:" + w2] = 1.0
     if w1 in _DETERMINERS:
         f["next_determiner"] = 1.0
+    lead = tokens(nxt)[:5]
+    if ("of" in lead[1:] or "for" in lead[1:]) and not _RE_FINITE.search(" ".join(tokens(nxt)[:8])):
+        f["next_nominal"] = 1.0  # "Quantification of …", "Western blot for …"
     tp, tn = tokens(prev), tokens(nxt)
     f["prev_len:" + _length_bucket(len(tp))] = 1.0
     f["next_len:" + _length_bucket(len(tn))] = 1.0
@@ -266,7 +269,7 @@ def cut_features(text: str, spans: Sequence[tuple[int, int]]) -> list[dict[str, 
     sentences = [text[a:b] for a, b in spans]
     openings = Counter(_opening(s) for s in sentences)
     closings = Counter(_closing(s) for s in sentences)
-    return [
+    out = [
         features(
             sentences[k],
             sentences[k + 1],
@@ -277,6 +280,14 @@ def cut_features(text: str, spans: Sequence[tuple[int, int]]) -> list[dict[str, 
         )
         for k in range(len(spans) - 1)
     ]
+    # topic shift: the share of the next sentence's content words the caption has not used yet
+    seen: set[str] = set()
+    words = [{t for t in tokens(s) if t not in _STOP and not t.isdigit() and len(t) > 2} for s in sentences]
+    for k, f in enumerate(out):
+        seen |= words[k]
+        if words[k + 1]:
+            f["novelty"] = len(words[k + 1] - seen) / len(words[k + 1])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
