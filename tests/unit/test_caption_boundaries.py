@@ -30,7 +30,11 @@ def _texts(text: str, spans: list[tuple[int, int]]) -> list[str]:
         ("Glucose in HFD. free fatty acids (J) in HFD.", ["Glucose in HFD.", "free fatty acids (J) in HFD."]),
         # a period glued to a capitalised word: a label dropped with its markup
         ("Cells from mice.Muscle was transfected.", ["Cells from mice.", "Muscle was transfected."]),
-        # a bracket standing alone after a sentence ends one
+        # a bracket standing alone after a sentence ends one; a bracket of labels opens the next
+        (
+            "Volcano plot in tumours. (B) Volcano plot in livers.",
+            ["Volcano plot in tumours.", "(B) Volcano plot in livers."],
+        ),
         (
             "ChIP in HeLa cells for 2 h. (n = 3) Confocal images of HeLa cells.",
             ["ChIP in HeLa cells for 2 h.", "(n = 3)", "Confocal images of HeLa cells."],
@@ -112,6 +116,6 @@ def test_sourcedata_label_less_legends() -> None:
     hinted = evaluate_splitter(unlabelled, panels_hint=True)
     # the whole body as one segment matches only the single-panel legends (8 % of dev, 38 % of test)
     assert free["all"]["no_split"]["matched_at_0_9"] < 0.12
-    assert free["all"]["matched_at_0_9"] >= 0.48 and hinted["all"]["matched_at_0_9"] >= 0.57
+    assert free["all"]["matched_at_0_9"] >= 0.51 and hinted["all"]["matched_at_0_9"] >= 0.57
     # held-out articles (never seen by the fit)
     assert free["test"]["matched_at_0_9"] >= 0.50 > free["test"]["no_split"]["matched_at_0_9"] + 0.1

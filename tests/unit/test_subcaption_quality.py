@@ -90,8 +90,8 @@ def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
     assert res["test"]["matched_at_0_9"] >= 0.88
     # 34 % of the gold segments lost their label in the reconstruction: the panel-boundary model
     # cuts those legends between sentences (67 % of all segments matched without it)
-    assert res["all"]["matched_at_0_9"] >= 0.79
+    assert res["all"]["matched_at_0_9"] >= 0.80
     assert res["all"]["matched_at_0_9"] > res["all"]["no_split"]["matched_at_0_9"] + 0.5
     # with the number of panels known (the pipeline knows its subfigures)
     hinted = evaluate_splitter(rows, panels_hint=True, include_baseline=False)
-    assert hinted["all"]["matched_at_0_9"] >= 0.82 and hinted["test"]["matched_at_0_9"] >= 0.89
+    assert hinted["all"]["matched_at_0_9"] >= 0.83 and hinted["test"]["matched_at_0_9"] >= 0.89

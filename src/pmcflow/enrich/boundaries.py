@@ -11,7 +11,7 @@ The model
 Candidate cuts are the sentence boundaries of the caption body (after the title): a ``.;!?`` and
 whitespace (not an abbreviation, any case after it), a period glued to a capitalised word
 ("mice.Muscle"), and the end of a bracket that stands alone after a sentence ("… for 6 h. (n = 3)
-qPCR analysis …"). Each cut is scored by a logistic regression on features of the sentence before
+qPCR analysis …"; not a bracket of labels, "(B) Volcano plot …", which opens the next one). Each cut is scored by a logistic regression on features of the sentence before
 it and the sentence after it: how the first one ends (statistics, ``n =``, scale bars, a closing
 bracket), how the next one opens (its first word and first two words, case, an opening bracket),
 whether the two share content words, how many of the next one's content words the caption has
@@ -52,8 +52,8 @@ L2 = 1.0  # ridge penalty of the fit (on all weights but the bias)
 NEWTON_STEPS = 50
 # a cut is made where a panel boundary is more likely than not (the model's own decision, not tuned
 # on any split). 5-fold cross-validation by article over the dev split, share of gold panels of
-# label-less legends matched at token F1 >= 0.9 on the held-out folds: 0.43 at 0.5 (also 0.43 at
-# 0.3; the body as one segment: 0.08); given the number of panels instead (``n_panels``), 0.62
+# label-less legends matched at token F1 >= 0.9 on the held-out folds: 0.52 at 0.5 (the body as one
+# segment: 0.08); given the number of panels instead (``n_panels``), 0.65
 THRESHOLD = 0.5
 
 BRACKET_MAX_CHARS = 200  # a bracket standing alone after a sentence is short: "(n = 3)"; bounds the scan
@@ -76,6 +76,8 @@ _RE_FINITE = re.compile(
     r"requires?|occurs?|appears?|consists?|serves?|enables?|affects?|reflects?|exhibits?|yields?)\b"
 )
 _DETERMINERS = frozenset({"the", "these", "this", "those", "each", "all", "a", "an", "both", "for", "in"})
+# a bracket holding only panel labels ("(B)", "(A, C)", "(D–F)") opens the sentence after it
+_RE_LABEL_ONLY = re.compile(r"[A-Za-z0-9]{1,4}(?:\s*[-–—,/]\s*[A-Za-z0-9]{1,4}|\s+and\s+[A-Za-z0-9]{1,4})*")
 _RE_INLINE_LABEL = re.compile(r"\(\s*[A-Za-z](?:\s*[-–,]\s*[A-Za-z])*\s*\)")
 _RE_LEADING_MARKER = re.compile(
     r"^(?:[(\[]\s*[A-Za-z]{1,2}\d?(?:\s*[-–—,]\s*[A-Za-z]{1,2}\d?)*\s*[)\]]|"
@@ -134,6 +136,7 @@ def sentence_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
                 and text[j] == ")"
                 and text[j + 1] == " "
                 and text[j - 1] != "."
+                and not _RE_LABEL_ONLY.fullmatch(text[i + 1 : j].strip())
             ):
                 cuts.append(j + 1)
                 i = j
