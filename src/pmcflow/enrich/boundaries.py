@@ -160,13 +160,6 @@ def sentence_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _first_words(sentence: str) -> tuple[str, str]:
-    words = tokens(sentence)
-    first = words[0] if words else ""
-    pair = " ".join(words[:2]) if len(words) >= 2 else first
-    return first, pair
-
-
 def _length_bucket(n_tokens: int) -> str:
     return "short" if n_tokens <= 6 else ("mid" if n_tokens <= 25 else "long")
 
@@ -177,24 +170,28 @@ _STOP = frozenset(
 )  # fmt: skip
 
 
-def _opening(sentence: str) -> str:
-    return " ".join(tokens(sentence)[:2])
+def _opening(words: Sequence[str]) -> str:
+    return " ".join(words[:2])
 
 
-def _closing(sentence: str) -> str:
-    return " ".join(tokens(sentence)[-3:])
+def _closing(words: Sequence[str]) -> str:
+    return " ".join(words[-3:])
 
 
 def features(
     prev: str,
     nxt: str,
+    tp: Sequence[str],
+    tn: Sequence[str],
     *,
     glued: bool,
     first: bool,
     openings: Mapping[str, int] | None = None,
     closings: Mapping[str, int] | None = None,
 ) -> dict[str, float]:
-    """Features of a cut between sentence ``prev`` and sentence ``nxt`` (see the module doc).
+    """Features of a cut between sentence ``prev`` and sentence ``nxt`` (see the module doc);
+    ``tp``/``tn`` are their word tokens (:func:`pmcflow.enrich.text.tokens`, computed once per
+    sentence by :func:`cut_features`).
 
     ``openings``/``closings``: how many sentences of the whole caption open with each first two
     words / close with each last three words. A legend that describes its panels one by one
@@ -202,9 +199,9 @@ def features(
     opens like another one, or follows one that closes like another one, starts a panel.
     """
     f: dict[str, float] = {"bias": 1.0}
-    if openings is not None and openings.get(_opening(nxt), 0) >= 2:
+    if openings is not None and openings.get(_opening(tn), 0) >= 2:
         f["next_opening_repeats"] = 1.0
-    if closings is not None and closings.get(_closing(prev), 0) >= 2:
+    if closings is not None and closings.get(_closing(tp), 0) >= 2:
         f["prev_closing_repeats"] = 1.0
     p = prev.rstrip()
     if glued:
@@ -246,7 +243,7 @@ def features(
         f["next_bracket"] = 1.0
     elif head[:1].isdigit():
         f["next_digit"] = 1.0
-    w1, w2 = _first_words(nxt)
+    w1, w2 = (tn[0] if tn else ""), _opening(tn)
     if len(w1) <= 1:
         f["next_single_char"] = 1.0
     else:
@@ -254,10 +251,9 @@ def features(
         f["w2:" + w2] = 1.0
     if w1 in _DETERMINERS:
         f["next_determiner"] = 1.0
-    lead = tokens(nxt)[:5]
-    if ("of" in lead[1:] or "for" in lead[1:]) and not _RE_FINITE.search(" ".join(tokens(nxt)[:8])):
+    lead = tn[1:5]
+    if ("of" in lead or "for" in lead) and not _RE_FINITE.search(" ".join(tn[:8])):
         f["next_nominal"] = 1.0  # "Quantification of …", "Western blot for …"
-    tp, tn = tokens(prev), tokens(nxt)
     f["prev_len:" + _length_bucket(len(tp))] = 1.0
     f["next_len:" + _length_bucket(len(tn))] = 1.0
     cp = {t for t in tp if t not in _STOP and not t.isdigit()}
@@ -270,12 +266,15 @@ def features(
 def cut_features(text: str, spans: Sequence[tuple[int, int]]) -> list[dict[str, float]]:
     """Features of every cut of ``spans`` (cut ``k`` lies between ``spans[k]`` and ``spans[k + 1]``)."""
     sentences = [text[a:b] for a, b in spans]
-    openings = Counter(_opening(s) for s in sentences)
-    closings = Counter(_closing(s) for s in sentences)
+    toks = [tokens(s) for s in sentences]
+    openings = Counter(_opening(t) for t in toks)
+    closings = Counter(_closing(t) for t in toks)
     out = [
         features(
             sentences[k],
             sentences[k + 1],
+            toks[k],
+            toks[k + 1],
             glued=spans[k][1] == spans[k + 1][0],
             first=k == 0,
             openings=openings,
@@ -285,7 +284,7 @@ def cut_features(text: str, spans: Sequence[tuple[int, int]]) -> list[dict[str, 
     ]
     # topic shift: the share of the next sentence's content words the caption has not used yet
     seen: set[str] = set()
-    words = [{t for t in tokens(s) if t not in _STOP and not t.isdigit() and len(t) > 2} for s in sentences]
+    words = [{t for t in ts if t not in _STOP and not t.isdigit() and len(t) > 2} for ts in toks]
     for k, f in enumerate(out):
         seen |= words[k]
         if words[k + 1]:
@@ -376,20 +375,19 @@ def _unlabelled_body(body: str, segments: Sequence[tuple[str, Sequence[str]]]) -
     """The body with every gold segment's leading marker removed, and where each segment starts."""
     out: list[str] = []
     starts: list[int] = []
-    cursor = 0
+    cursor = length = 0
     for text, labels in segments:
         at = body.find(text, cursor)
         if at < 0:
             continue
-        out.append(body[cursor:at])
-        starts.append(sum(len(x) for x in out))
         stripped = _strip_marker(text, labels)
-        out.append(stripped)
+        out += [body[cursor:at], stripped]
+        length += at - cursor
+        starts.append(length)
+        length += len(stripped)
         cursor = at + len(text)
     out.append(body[cursor:])
-    joined = "".join(out)
-    # keep offsets valid while collapsing the spaces a removed marker may leave
-    return joined, starts
+    return "".join(out), starts
 
 
 def examples_for(
@@ -414,10 +412,8 @@ def examples_for(
     out: list[tuple[dict[str, float], int]] = []
     for k in range(len(spans) - 1):
         nxt = spans[k + 1][0]
-        if lead_is_shared and first_start is not None and nxt == first_start:
-            continue
-        if lead_is_shared and first_start is not None and nxt < first_start:
-            continue  # inside the shared lead
+        if lead_is_shared and first_start is not None and nxt <= first_start:
+            continue  # inside the shared lead, or where it ends
         label = 1 if nxt in gold and nxt != spans[0][0] else 0
         out.append((feats[k], label))
     return out

@@ -907,9 +907,23 @@ def split_caption(caption: str, title: str | None = None, *, n_panels: int | Non
     (:mod:`pmcflow.enrich.boundaries`); ``n_panels`` (the number of subfigures, when known) makes
     it cut into that many. A single-panel legend normally stays one segment.
     """
+    text, floor, segments = _split_labels(caption, title)
+    if not text or any(s.labels for s in segments):
+        return segments
+    head = [Segment([], text[:floor].strip(), shared=True)] if floor and text[:floor].strip() else []
+    body = segment_body(text, floor if head else 0, n_panels=n_panels)
+    return head + [Segment([], text[a:b]) for a, b in body]
+
+
+def _split_labels(caption: str, title: str | None) -> tuple[str, int, list[Segment]]:
+    """The label grammar alone: (normalised caption, where the title ends, segments).
+
+    The segments are labelled when the caption names labels; otherwise they are the title and body
+    uncut (the panel-boundary model is :func:`split_caption`'s step, which only it needs).
+    """
     text = normalize_ws(caption)
     if not text:
-        return []
+        return text, 0, []
     floor = 0
     if title:
         t = normalize_ws(title)
@@ -920,12 +934,8 @@ def split_caption(caption: str, title: str | None = None, *, n_panels: int | Non
         # labels inside the title itself ("Dorsal (A) and transverse (B) view of …")
         whole = _split_after(text, 0)
         if any(s.labels for s in whole):
-            return whole
-    if any(s.labels for s in segments):
-        return segments
-    head = [Segment([], text[:floor].strip(), shared=True)] if floor and text[:floor].strip() else []
-    body = segment_body(text, floor if head else 0, n_panels=n_panels)
-    return head + [Segment([], text[a:b]) for a, b in body]
+            return text, 0, whole
+    return text, floor, segments
 
 
 def _split_after(text: str, floor: int) -> list[Segment]:
@@ -1141,10 +1151,10 @@ def caption_positions(caption: str, title: str | None = None) -> list[str]:
     """The places a caption labels its panels by ("left", "right"; "top", "bottom"; "top left"...),
     in caption order, when it names places and no panel letter; else ``[]``.
 
-    Read with :func:`split_caption`; these labels are what the segments carry, so a subfigure given
+    Read with :func:`split_caption`'s label grammar; these labels are what the segments carry, so a subfigure given
     one (:func:`pmcflow.decompose.order.assign_positions`) finds its segment by it.
     """
-    labels = [lab for s in split_caption(caption, title) for lab in s.labels]
+    labels = [lab for s in _split_labels(caption, title)[2] for lab in s.labels]
     if not labels or any(lab not in POSITION_LABELS for lab in labels):
         return []
     return list(dict.fromkeys(labels))
@@ -1153,13 +1163,13 @@ def caption_positions(caption: str, title: str | None = None) -> list[str]:
 def caption_letters(caption: str, title: str | None = None) -> list[str]:
     """The panel letters a caption names, as the contiguous run ``a..last`` (lower case).
 
-    Read with :func:`split_caption` (one caption grammar for the whole pipeline). Authors label
+    Read with :func:`split_caption`'s label grammar (one for the whole pipeline). Authors label
     panels contiguously even where a caption skips one, so the run is filled up to the last
     letter. Labels in another family (roman numerals, digits, positions), a lone "a" and no labels
     give ``[]``.
     """
     found = {
-        lab for s in split_caption(caption, title) for lab in s.labels if len(lab) == 1 and lab.isalpha()
+        lab for s in _split_labels(caption, title)[2] for lab in s.labels if len(lab) == 1 and lab.isalpha()
     }
     if not found or max(found) == "a":
         return []
