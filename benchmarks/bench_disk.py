@@ -17,7 +17,7 @@ Measured (this machine, the project's own code):
 
 Scaled by the counts of all of PMC OA: 6,042,494 articles and ~24M figure images (BIOMEDICA, seed
 002), ~32M subfigures before filtering and 18M pairs after (Open-PMC-18M, seed 000), 525k rendered
-figures (the production config). Model weights: parameters x 2 bytes (bf16) of the production
+figures (the production config's ``synth`` counts). Model weights: parameters x 2 bytes (bf16) of the production
 models.
 
 Usage:  .venv/bin/python benchmarks/bench_disk.py [--renders 40]
@@ -39,6 +39,8 @@ from typing import Any
 
 from PIL import Image
 
+from pmcflow.config import load_config
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "benchmarks" / "results"
 DEMO = ROOT / "results" / "demo"
@@ -48,7 +50,9 @@ FIGURES = 24_000_000  # BIOMEDICA: image-caption pairs (figure images)
 SUBFIGURES = 32_000_000  # Open-PMC-18M: subfigures before filtering
 PAIRS = 18_000_000  # Open-PMC-18M: pairs after filtering
 MEDIAN_FIGURE_AREA = 334_400  # BIOMEDICA: median figure area in pixels
-RENDERED = 525_000  # config/config.yaml: synth.n_train + n_val + n_holdout
+# the production config's renders: synth.size and synth.n_train + n_val + n_holdout
+PRODUCTION_SYNTH = load_config([ROOT / "config" / "config.yaml"])["synth"]
+RENDERED = sum(int(PRODUCTION_SYNTH[k]) for k in ("n_train", "n_val", "n_holdout"))
 # production models (config/config.yaml), parameters in billions, stored in bf16
 MODELS_BPARAMS = {
     "Qwen2.5-VL-32B-Instruct (subcaptions)": 33.5,
@@ -131,7 +135,7 @@ def measure(renders: int) -> dict[str, Any]:
                 "bytes": sum(p.stat().st_size for p in files),
                 "bytes_per_figure_pixel": sum(p.stat().st_size for p in files) / fig_pixels,
             }
-        size = "512"
+        size = str(PRODUCTION_SYNTH["size"])
         out = Path(tmp) / "render"
         _run([PMCFLOW, "render", "--n", str(renders), "--seed", "7", "--size", size, "--out", str(out)])
         rendered = [p for p in _files(str(out / "**" / "*")) if p.suffix in (".png", ".jpg")]
