@@ -474,6 +474,29 @@ def test_external_dtd_reference_is_fine_and_not_loaded() -> None:
     assert parsed.article["n_figures"] == 0
 
 
+@pytest.mark.parametrize(
+    "system_id",
+    [b"http://dtd.nlm.nih.gov/publishing/3.0/journalpublishing3.dtd", b"http://127.0.0.1:9/JATS.dtd"],
+)
+def test_external_http_dtd_without_entity_references_parses(system_id: bytes) -> None:
+    # The DOCTYPE of every PLOS article (allofplos starter corpus); with no named entity in the
+    # text, libxml2 once tried to fetch the DTD and the article was rejected as malformed.
+    data = (b'<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE article\n  PUBLIC "-//NLM//DTD Journal '
+            b'Publishing DTD v3.0 20080202//EN" "' + system_id + b'">\n<article xml:lang="EN"><body>'
+            b'<fig id="f1"><label>Figure 1</label><caption><p>(A) x. (B) y.</p></caption>'
+            b'<graphic xmlns:xlink="http://www.w3.org/1999/xlink" xlink:href="f1"/></fig></body></article>')
+    parsed = parse_bytes(data)
+    assert parsed.article["n_figures"] == 1
+    assert parsed.figures[0]["caption"] == "(A) x. (B) y."
+
+
+def test_dtd_beside_the_process_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "JATS.dtd").write_text('<!ATTLIST article article-type CDATA "injected">\n')
+    monkeypatch.chdir(tmp_path)
+    parsed = parse_bytes(b'<!DOCTYPE article PUBLIC "x" "JATS.dtd"><article><body><p>a</p></body></article>')
+    assert parsed.article["article_type"] is None
+
+
 def test_undeclared_html_entities_become_characters() -> None:
     data = (b'<!DOCTYPE article PUBLIC "x" "JATS.dtd"><article><body><p>a&mdash;b <xref ref-type="fig" rid="f">'
             b"Fig&nbsp;1</xref></p></body></article>")
