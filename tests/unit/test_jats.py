@@ -40,7 +40,7 @@ def _article(body: str, front: str = "", attrs: str = 'article-type="research-ar
 # Every fixture: every <fig> and every fig xref is recovered
 # --------------------------------------------------------------------------------------
 def test_fixture_set_is_complete() -> None:
-    assert len(FIXTURE_FILES) == 13
+    assert len(FIXTURE_FILES) == 14
     assert (FIXTURES / "README.md").is_file()
 
 
@@ -82,6 +82,9 @@ EXPECTED_META = {
                           "PLoS ONE"),
     "PMC156895_oai.nxml": ("PMC156895", "12729465", "10.1186/1471-2121-4-4", "2003-05-02", 2003, None,
                            "BMC Cell Biology"),
+    # PLOS's own XML: http DTD system id, no named entity reference (rejected as malformed once)
+    "journal.pone.0002554.xml": (None, None, "10.1371/journal.pone.0002554", "2008-07-02", 2008, "CC BY",
+                                 "PLoS ONE"),
 }
 
 
