@@ -8,11 +8,16 @@ from pmcflow.detect.base import Box
 
 def test_one_box_per_letter_of_the_run_from_a_or_of_the_caption() -> None:
     read = {0: ("a", 0.95), 1: ("b", 0.99), 2: ("p", 0.97), 3: ("b", 0.92), 4: ("d", 0.99)}
-    # no caption: the run a, b read from "a" (c is missing, so d and the stray p are not panels);
+    # no caption: the run a, b, d read from "a" (c went unread; the stray p lies far past d);
     # of the two boxes read as "b" the more probable one
-    assert letter_boxes(read) == {0: "a", 1: "b"}
+    assert letter_boxes(read) == {0: "a", 1: "b", 4: "d"}
+    # up to two letters in a row may go unread (a, b, e, h: c, d, f, g missed); three end the run
+    gaps = {0: ("a", 0.99), 1: ("b", 0.99), 2: ("e", 0.99), 3: ("h", 0.99), 4: ("l", 0.99)}
+    assert letter_boxes(gaps) == {0: "a", 1: "b", 2: "e", 3: "h"}
     # the caption names A-D: every one of them that was read, in any case, besides the run
-    assert letter_boxes(read, ["A", "B", "C", "D"]) == {0: "a", 1: "b", 4: "d"}
+    read = {0: ("a", 0.95), 1: ("b", 0.99), 2: ("p", 0.97), 3: ("f", 0.92), 4: ("g", 0.99)}
+    assert letter_boxes(read) == {0: "a", 1: "b"}
+    assert letter_boxes(read, ["A", "B", "C", "G"]) == {0: "a", 1: "b", 4: "g"}
     # a caption naming fewer panels than the figure prints does not cut the run
     assert letter_boxes({0: ("a", 0.99), 1: ("b", 0.99), 2: ("c", 0.99)}, ["a", "b"]) == {0: "a", 1: "b", 2: "c"}
     # fewer than two panel letters: nothing to merge by

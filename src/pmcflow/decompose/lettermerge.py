@@ -6,8 +6,10 @@ them all.  Given the letters printed on the figure (:class:`~pmcflow.decompose.l
 reads one per box, from the box's label zones), this step
 
 1. keeps one box per panel letter (:func:`letter_boxes`): the run ``a, b, c, ...`` read from ``a``
-   on, plus any other letter the caption names (a stray letter read in axis text or inside an image,
-   ``z`` or ``p``, is not a panel letter); with fewer than two such letters nothing changes;
+   on, where up to :data:`MAX_UNREAD` letters in a row may be missing (the reader misses some: a
+   run read ``a, b, e, h`` is the figure's ``a`` to ``h``), plus any other letter the caption names
+   (a stray letter read in axis text or inside an image, ``z`` or ``p``, far past the run, is not a
+   panel letter); with fewer than two such letters nothing changes;
 2. merges every other box into the lettered box whose union with it grows least, provided the union
    does not cover more than ``max_overlap`` of another lettered box and is not mostly new area (at
    most :data:`MAX_GROWTH` of the union lies outside both parts: a box far from every lettered panel
@@ -17,8 +19,9 @@ reads one per box, from the box's label zones), this step
 
 Figures without letters (or with a single one) keep their boxes.  On the real-figure development set
 (``demo/real-figures``), where it was designed, this lifts the shipped detector's F1@0.5 at its
-threshold from 0.58 to 0.72; on the held-out set (``demo/real-figures-test``) it costs, 0.80 to
-0.78, where the reader misreads a letter and the run stops short (``detector.json``).
+threshold from 0.58 to 0.72 with a run that stopped at the first unread letter, and to 0.77 with
+:data:`MAX_UNREAD` 2 (chosen there: 0, 1, 2, 3 unread letters gave 0.72, 0.74, 0.77, 0.74); the
+held-out set (``demo/real-figures-test``) is in ``detector.json``.
 Deterministic: of equal merges, the lower box indices go first.
 """
 
@@ -32,6 +35,7 @@ from pmcflow.detect.base import Box
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 MAX_GROWTH = 0.5  # share of a merged box that may lie outside both of its parts
+MAX_UNREAD = 2  # letters in a row the reader may miss inside the run (``a, b, e``: c and d missed)
 
 
 def letter_boxes(
@@ -41,7 +45,8 @@ def letter_boxes(
 
     ``read`` is :meth:`LabelReader.read`'s ``{box: (letter, probability)}``; of several boxes read
     as the same letter the most probable one (then the lower index) wins.  The panel letters are the
-    run from ``a`` as read, and the letters of ``wanted`` (the caption's, any case) that were read.
+    run from ``a`` as read (each next letter at most :data:`MAX_UNREAD` letters past the previous
+    one read), and the letters of ``wanted`` (the caption's, any case) that were read.
     Fewer than two panel letters found: ``{}`` (nothing to merge by).
     """
     best: dict[str, tuple[float, int]] = {}
@@ -51,10 +56,14 @@ def letter_boxes(
         if letter not in best or prob > best[letter][0]:
             best[letter] = (prob, i)
     run: list[str] = []
-    for c in LETTERS:
+    last = -1  # index in LETTERS of the run's last letter
+    for k, c in enumerate(LETTERS):
         if c not in best:
-            break
+            continue
+        if k - last > (MAX_UNREAD + 1 if run else 1):
+            break  # from "a" on, and no more than MAX_UNREAD letters missed in a row
         run.append(c)
+        last = k
     # a caption may name fewer panels than the figure prints: its letters add to the run, never cut it
     letters = list(dict.fromkeys([*run, *(c for c in (w.lower() for w in wanted or ()) if c in best)]))
     if len(letters) < 2:
