@@ -11,6 +11,8 @@ none of whose gold panels carries a label (``quality_label_less``: the panel-bou
 Quality on real PMC captions: ``evaluate_labelwise`` on tests/fixtures/subcaptions/pmc_labelwise_dev.jsonl
 (281 captions from 57 CC BY/CC0/PD articles, label-wise gold; split by article). Headline: share
 of figures whose predicted label set equals the gold one; also segments matched at token F1 >= 0.9.
+The same on tests/fixtures/subcaptions/plos_labelwise.jsonl (262 PLOS captions, 31 articles,
+annotated after the rules were written; ``plos_quality``).
 
 LLM backend (``--llm N``): the ``transformers`` subcaption backend with the Figure 7 prompt and the
 best small instruct model that installs offline here (SmolLM2-135M-Instruct, GGUF shipped in the
@@ -50,6 +52,7 @@ from pmcflow.enrich.text import normalize_ws, token_f1
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "subcaptions" / "sourcedata_panel_legends_dev.jsonl"
 PMC_FIXTURE = FIXTURE.parent / "pmc_labelwise_dev.jsonl"
+PLOS_FIXTURE = FIXTURE.parent / "plos_labelwise.jsonl"
 OUT_DIR = ROOT / "benchmarks" / "results"
 PAPER_VLM_CORRECT = 0.94  # seed 000 §2.3: 94 % of 1,000 reviewed VLM subcaptions correct
 
@@ -103,6 +106,23 @@ def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f} %"
 
 
+def _labelwise_table(quality: dict[str, Any]) -> list[str]:
+    """The label-wise table (PMC and PLOS sets): per split, the splitter and the one-regex baseline."""
+    lines = [
+        "| split | figures | with labels | label set = gold | same, labelled only | misses (some / none / other) | segments matched at F1 ≥ 0.9 | shared-text F1 |",
+        "|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for split in ("dev", "test", "all"):
+        for name, e in ((split, quality[split]), (f"{split}, one-regex baseline", quality[split]["regex_baseline"])):
+            m = e["misses"]
+            lines.append(
+                f"| {name} | {e['figures']} | {e['labelled_figures']} | {_fmt(e['label_set_accuracy'])} | "
+                f"{_fmt(e['label_set_accuracy_labelled'])} | {m.get('missed_some', 0)} / {m.get('found_none', 0)} / "
+                f"{m.get('extra_or_different', 0)} | {_fmt(e['matched_at_0_9'])} | {_fmt(e['shared_text_f1'])} |"
+            )
+    return lines
+
+
 def markdown(result: dict[str, Any]) -> str:
     q = result["quality"]
     lines = [
@@ -147,18 +167,18 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "## Rule splitter on real PMC captions (label-wise development set)",
         "",
-        "| split | figures | with labels | label set = gold | same, labelled only | misses (some / none / other) | segments matched at F1 ≥ 0.9 | shared-text F1 |",
-        "|---|---:|---:|---:|---:|---|---:|---:|",
+        *_labelwise_table(result["pmc_quality"]),
     ]
-    pq = result["pmc_quality"]
-    for split in ("dev", "test", "all"):
-        for name, e in ((split, pq[split]), (f"{split}, one-regex baseline", pq[split]["regex_baseline"])):
-            m = e["misses"]
-            lines.append(
-                f"| {name} | {e['figures']} | {e['labelled_figures']} | {_fmt(e['label_set_accuracy'])} | "
-                f"{_fmt(e['label_set_accuracy_labelled'])} | {m.get('missed_some', 0)} / {m.get('found_none', 0)} / "
-                f"{m.get('extra_or_different', 0)} | {_fmt(e['matched_at_0_9'])} | {_fmt(e['shared_text_f1'])} |"
-            )
+    if result.get("plos_quality"):
+        lines += [
+            "",
+            "## Rule splitter on PLOS captions (label-wise set annotated after the rules were written)",
+            "",
+            *_labelwise_table(result["plos_quality"]),
+            "",
+            "First score of the unchanged splitter (out of sample): dev 72.2 %, test 98.1 % label set = gold; "
+            "the dev split then tuned one rule (a marker after \"; and\").",
+        ]
     llm = result.get("llm")
     if llm:
         lines += [
@@ -299,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     pmc = load_rows(PMC_FIXTURE)
     pmc_quality = evaluate_labelwise(pmc)
+    plos_quality = evaluate_labelwise(load_rows(PLOS_FIXTURE))
     previous = json.loads((OUT_DIR / "enrich.json").read_text()) if (OUT_DIR / "enrich.json").exists() else {}
     llm = llm_comparison(rows, pmc, args.llm, args.llm_model) if args.llm else previous.get("llm")
     if llm and not args.llm:  # the LLM's answers stand; the rules' side is re-scored on the same panels
@@ -328,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         "quality_label_less": quality_label_less,
         "pmc_fixture": str(PMC_FIXTURE.relative_to(ROOT)),
         "pmc_quality": pmc_quality,
+        "plos_fixture": str(PLOS_FIXTURE.relative_to(ROOT)),
+        "plos_quality": plos_quality,
         "llm": llm,
         "paper_vlm_correct": PAPER_VLM_CORRECT,
         "speed": {

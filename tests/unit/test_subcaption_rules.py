@@ -305,8 +305,48 @@ def test_real_caption_patterns(caption: str, expected: list[tuple[list[str], str
 
 
 @pytest.mark.parametrize(
+    ("caption", "expected"),
+    [
+        # PLOS ONE 10.1371/journal.pone.0087236 (CC BY), figures 2, 14 and 47: "A, x; and B, y"
+        (
+            "Three-dimensional digital reconstruction of skeleton of Beelzebufo ampinga. A, dorsal view; and "
+            "B, right lateral view (with left limbs removed for visual clarity). See Figure 1 for sources.",
+            [
+                (["a"], "A, dorsal view; and"),
+                (["b"], "B, right lateral view (with left limbs removed for visual clarity). See Figure 1 for sources."),
+            ],
+        ),
+        (
+            "Maxilla. A, labial; and B, lingual views of left maxilla, FMNH PR 2510. C, labial; and D, lingual "
+            "views of right maxilla, UA 9635. E, labial; F, lingual; and G, dorsolingual views of right maxilla.",
+            [
+                (["a"], "A, labial; and"),
+                (["b"], "B, lingual views of left maxilla, FMNH PR 2510."),
+                (["c"], "C, labial; and"),
+                (["d"], "D, lingual views of right maxilla, UA 9635."),
+                (["e"], "E, labial;"),
+                (["f"], "F, lingual; and"),
+                (["g"], "G, dorsolingual views of right maxilla."),
+            ],
+        ),
+        (
+            "Skull of Beelzebufo. (A) Dorsal view; and (B) ventral view. (C) Lateral view.",
+            [(["a"], "(A) Dorsal view; and"), (["b"], "(B) ventral view."), (["c"], "(C) Lateral view.")],
+        ),
+    ],
+)
+def test_a_conjunction_after_a_semicolon_opens_the_next_panel(
+    caption: str, expected: list[tuple[list[str], str]]
+) -> None:
+    assert labelled(caption) == expected
+
+
+@pytest.mark.parametrize(
     "caption",
     [
+        # "and" after a comma, or a name after "; and": no panel marker
+        "Mice were fed a control diet, and B, the treated group, a high-fat diet.",
+        "Lymphocytes were sorted; and B cells were counted by flow cytometry.",
         "Phylogenetic tree of isolates. Bootstrap values (1000 replicates). Segments IX–X are shown.",
         "Overview of the cohort. A total of 120 patients were included. B cells were not counted.",
         "Kinetics of uptake (2–4 h) at 37 °C in medium (1 mg/ml).",

@@ -300,6 +300,9 @@ def _label_for(family: str, ordinal: int) -> str:
     return str(ordinal)
 
 
+_RE_CONJUNCTION_BEFORE = re.compile(r"[;；] *(?:and|or) *$")
+
+
 def _boundary_kind(text: str, pos: int, floor: int) -> str | None:
     """How the marker at ``pos`` is preceded: "start", "sentence", "glued" or None (inline).
 
@@ -310,6 +313,9 @@ def _boundary_kind(text: str, pos: int, floor: int) -> str | None:
         q -= 1
     if q <= floor:
         return "start"
+    m = _RE_CONJUNCTION_BEFORE.search(text, max(floor, q - 8), q)
+    if m is not None and m.end() == q and pos > q:
+        q = m.start() + 1  # "A, dorsal; and B, ventral views": the "and" after ";" opens the panel
     ch = text[q - 1]
     if ch in _SENTENCE_PUNCT:
         return "sentence"
