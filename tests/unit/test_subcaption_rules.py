@@ -342,6 +342,51 @@ def test_a_conjunction_after_a_semicolon_opens_the_next_panel(
 
 
 @pytest.mark.parametrize(
+    ("caption", "expected"),
+    [
+        # PLOS ONE 10.1371/journal.pone.0078921 figure 6 (CC BY): dotted labels listed after commas
+        (
+            "PCA for classification of control and asthma groups. A. Total % variance plot, B. Loadings of "
+            "factor 1, C. Loadings of factor 2, D. Loadings of factor 3, E. 3D scatter plot.",
+            [
+                (["a"], "A. Total % variance plot,"),
+                (["b"], "B. Loadings of factor 1,"),
+                (["c"], "C. Loadings of factor 2,"),
+                (["d"], "D. Loadings of factor 3,"),
+                (["e"], "E. 3D scatter plot."),
+            ],
+        ),
+        # PLOS ONE 10.1371/journal.pone.0118238 figure 8 (CC BY): a colon label before a lower-case word
+        (
+            "Parameter regime for a source-driven system with c = 1 and β = 0.1. A: the region in green "
+            "corresponds to pairs leading to flux that increase along the vein. B: the region in gray "
+            "corresponds to the reverse case.",
+            [
+                (["a"], "A: the region in green corresponds to pairs leading to flux that increase along the vein."),
+                (["b"], "B: the region in gray corresponds to the reverse case."),
+            ],
+        ),
+    ],
+)
+def test_listed_and_colon_markers(caption: str, expected: list[tuple[list[str], str]]) -> None:
+    assert labelled(caption) == expected
+
+
+@pytest.mark.parametrize(
+    "caption",
+    [
+        # a numbered scale from 0 (PLOS ONE 10.1371/journal.pone.0026358 figure 3, CC BY)
+        "CFS symptom changes. The scales on Y-axes were 0–6 (0: Major worsening; 1: Moderate worsening; "
+        "2: Slight worsening; 3: No change; 4: Slight improvement).",
+        "Growth of strains. Cultures of E. coli, B. subtilis, S. aureus were grown overnight.",
+        "Scoring. 0) no staining, 1) weak staining, 2) strong staining.",
+    ],
+)
+def test_scales_and_species_lists_are_not_labels(caption: str) -> None:
+    assert labelled(caption) == []
+
+
+@pytest.mark.parametrize(
     "caption",
     [
         # "and" after a comma, or a name after "; and": no panel marker

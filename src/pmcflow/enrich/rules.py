@@ -384,14 +384,29 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     for regex, style in styles:
         for m in regex.finditer(text):
             kind = _boundary_kind(text, m.start(), floor)
-            if style == "dot" and not _dot_followed_ok(text, m.end()):
-                continue
+            if style == "dot" and text[m.end() - 1] == "." and not _dot_followed_ok(text, m.end()):
+                continue  # "E. coli"; a colon label may open lower case ("A: the region in green")
             if kind is None or (kind == "glued" and style not in ("dot", "close")):
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
                 continue
             add(m.start(), m.end(), style, m.group(1), True)
+    for m in _RE_LISTED_MARKER.finditer(text, floor):
+        # "A. Reference, B. Mild asthma, C. …": listed after a comma, for gap filling and the tail
+        # (a pass of its own: the lists above may have swallowed the word before the comma)
+        style = "close" if m.group(0).endswith(")") else "dot"
+        if text[m.end() - 1] == "." and not _dot_followed_ok(text, m.end()):
+            continue
+        add(m.start(), m.end(), style, m.group(1), False)
+    scale = _RE_SCALE_ZERO.search(text, floor)
+    if scale is not None:  # "(0: Major worsening; 1: Moderate worsening; 2: …)": a scale, not panels
+        found = {k: c for k, c in found.items() if c.family != "digit" or c.start < scale.start()}
     return sorted(found.values(), key=lambda c: (c.start, -c.weight))
+
+
+_RE_LISTED_MARKER = re.compile(rf"(?<=, )({_LIST_DOT})(?:\s?[.:](?![\w.])|\)(?=\s))")
+# the first item of a numbered scale: "0:", "0)", "(0)" (panels are numbered from 1)
+_RE_SCALE_ZERO = re.compile(r"(?:(?<=[\s(\[;,])|^)(?:0\s?[:)]|\(0\))(?=\s)")
 
 
 def _has_upper_roman_sub(list_text: str) -> bool:
