@@ -372,6 +372,28 @@ def test_listed_and_colon_markers(caption: str, expected: list[tuple[list[str], 
     assert labelled(caption) == expected
 
 
+def test_panels_named_with_the_word_panel() -> None:
+    # PLOS ONE 10.1371/journal.pone.0055490 figure 2 (CC BY), shortened
+    caption = (
+        "TMEM154 SNP maps and median-joining networks. Panel A, genomic map of TMEM154: orange arrows, "
+        "untranslated regions. Panel B, high resolution map of TMEM154 regions. Panel C, median-joining "
+        "network of haplotypes."
+    )
+    assert labelled(caption) == [
+        (["a"], "Panel A, genomic map of TMEM154: orange arrows, untranslated regions."),
+        (["b"], "Panel B, high resolution map of TMEM154 regions."),
+        (["c"], "Panel C, median-joining network of haplotypes."),
+    ]
+    assert [s.labels for s in split_caption("Symptom changes. In panels A–J, scores are shown per patient.")] == [
+        [], ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
+    ]
+    # in a caption with label markers, such a sentence is a note inside the panel it follows
+    caption = "Profiles. (A) ChIP-seq profiles. (B) CTCF sites. Panels A and B, unsorted nuclei."
+    assert labelled(caption) == [(["a"], "(A) ChIP-seq profiles."), (["b"], "(B) CTCF sites. Panels A and B, unsorted nuclei.")]
+    # "Panels B, G, and I were …" is no "Panels B, G," marker
+    assert labelled("Preparation. Panels B, G, and I were prepared from unsorted nuclei.") == []
+
+
 @pytest.mark.parametrize(
     "caption",
     [

@@ -97,6 +97,11 @@ _RE_DOT = re.compile(rf"{_NO_WORD_BEFORE}({_LIST_DOT})\s?[.:](?![\w.])")
 _RE_COMMA = re.compile(rf"{_NO_WORD_BEFORE}({_LIST}),(?=\s)")
 _RE_BARE = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+[A-Z0-9(\[])")
 _RE_BARE_LC = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+([a-z][a-z-]*))")
+# "Panel A, genomic map …", "In panels B–D, …", "Panel C: …" opening a sentence (not "Panels B,
+# G, and I were …": no label may follow the comma)
+_RE_PANEL_WORD = re.compile(
+    rf"(?:In\s+)?[Pp]anels?\s+({_LIST})\s*[,:](?=\s)(?!\s+(?:(?:and|or)\s+)?[A-Za-z]\d?\b)"
+)
 # words after a bare upper-case letter that make it a name, not a label ("B cells", "T lymphocytes")
 _BARE_STOP_WORDS = frozenset(
     {"cell", "cells", "lymphocyte", "lymphocytes", "chromosome", "chromosomes", "antigen", "antigens",
@@ -434,6 +439,23 @@ _RE_POSITION_PAREN = re.compile(
     rf"\(\s*({_POSITION_WORDS}(?:[\s-]+{_POSITION_WORDS})?)(?:\s+(?:panels?|rows?|columns?))?\s*\)(?=\s)",
     re.IGNORECASE,
 )
+
+
+def _panel_word_candidates(text: str, floor: int) -> list[_Candidate]:
+    """Labels named with the word "panel" at a sentence start: "Panel A, …", "In panel C, …".
+
+    Used only for captions without any other label marker: in a labelled caption such a sentence
+    is a note about panels already described ("In panels D–F, the GFP concentrates in …").
+    """
+    out: list[_Candidate] = []
+    for m in _RE_PANEL_WORD.finditer(text, floor):
+        if _boundary_kind(text, m.start(), floor) not in ("start", "sentence"):
+            continue
+        for fam, ords, labels in _expand(m.group(1)):
+            if fam in ("upper", "lower", "digit"):
+                w = STYLE_WEIGHT["dot"] * (1 + EXTRA_LABEL_BONUS * (len(ords) - 1)) - FAMILY_PENALTY[fam]
+                out.append(_Candidate(m.start(), m.end(), "dot", fam, ords, labels, w, True))
+    return out
 
 
 def _position_candidates(text: str, floor: int) -> list[_Candidate]:
@@ -971,6 +993,8 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         _, chain = _best_chain(
             [c for c in cands if (c.at_boundary or c.style == "inline") and c.start not in abbreviations]
         )
+    if not chain:
+        _, chain = _best_chain(_panel_word_candidates(text, floor))
     if not chain:
         _, chain = _best_chain([c for c in _position_candidates(text, floor) if c.start >= floor])
         if len(chain) < 2:
