@@ -372,6 +372,26 @@ def test_listed_and_colon_markers(caption: str, expected: list[tuple[list[str], 
     assert labelled(caption) == expected
 
 
+def test_bracketed_ranges_and_a_label_after_an_abbreviation() -> None:
+    # PLOS ONE 10.1371/journal.pone.0117949 figure 1 (CC BY), shortened: "(a)–(d)" is a to d
+    caption = (
+        "Comparison of exact and numerical solutions. Results in (a)–(d) correspond to D = 1, results in "
+        "(e)–(h) correspond to D = 2, and results in (i)–(l) correspond to D = 3."
+    )
+    found = sorted({lab for s in split_caption(caption) for lab in s.labels})
+    assert found == list("abcdefghijkl")
+    # PLOS Comput Biol 10.1371/journal.pcbi.1004453 figure 1 (CC BY), shortened: "Fig. C." fills the gap
+    caption = (
+        "Radial patterns. A. Combined reporter expression. B. Representative image, shown in S1A Fig. "
+        "C. Motion patterns follow the expected radial angle. D. Distributions of angular alignment."
+    )
+    assert [s.labels for s in split_caption(caption) if s.labels] == [["a"], ["b"], ["c"], ["d"]]
+    # a range beside its own first label: "Panels (B)–(F) …" may still read as "(B)"
+    assert labelled("Spectra. (A) NaCl. (B)–(F) KCl at five doses.") == [
+        (["a"], "(A) NaCl."), (["b", "c", "d", "e", "f"], "(B)–(F) KCl at five doses.")
+    ]
+
+
 def test_panels_named_with_the_word_panel() -> None:
     # PLOS ONE 10.1371/journal.pone.0055490 figure 2 (CC BY), shortened
     caption = (

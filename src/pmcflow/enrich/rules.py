@@ -87,6 +87,7 @@ _LIST_PAREN = rf"{_ATOM}(?:{_SEP_PAREN}{_ATOM}){{0,8}}"
 _NO_WORD_BEFORE = r"(?<![\w'’′.\-/])"
 
 _RE_PAREN = re.compile(rf"[(\[]\s*({_LIST_PAREN})\.?\s*[)\]]")
+_RE_PAREN_RANGE = re.compile(rf"[(\[]\s*({_ATOM})\s*[)\]]\s*[-–—‐‑−]\s*[(\[]\s*({_ATOM})\s*[)\]]")
 # a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
 _RE_PAREN_NOTE = re.compile(rf"[(\[]\s*({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
 # "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
@@ -343,7 +344,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     markers (a missing period before them: "… were quantified B Size of …") are kept for the
     gap-filling pass only, letters only.
     """
-    found: dict[tuple[int, str, str], _Candidate] = {}
+    found: dict[tuple[int, str, str, tuple[int, ...]], _Candidate] = {}
 
     def add(start: int, end: int, style: str, list_text: str, at_boundary: bool) -> bool:
         """Record the readings of one marker; False when its text reads as no label list."""
@@ -358,12 +359,16 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             if style == "inline" and _has_upper_roman_sub(list_text):
                 continue  # "(CI)", "(KI)" inside a sentence: abbreviations
             w = STYLE_WEIGHT[style] * (1 + EXTRA_LABEL_BONUS * (len(ords) - 1)) - FAMILY_PENALTY[fam]
-            key = (start, fam, style)
+            key = (start, fam, style, ords)  # a bracketed range "(B)–(F)" beside its "(B)"
             if key not in found:
                 found[key] = _Candidate(start, end, style, fam, ords, labels, w, at_boundary)
         return bool(readings)
 
     paren_starts: set[int] = set()
+    for m in _RE_PAREN_RANGE.finditer(text):  # "(a)–(d)": one marker for a to d
+        kind = _boundary_kind(text, m.start(), floor)
+        if add(m.start(), m.end(), "paren" if kind else "inline", f"{m.group(1)}–{m.group(2)}", kind is not None):
+            paren_starts.add(m.start())
     for m in _RE_PAREN.finditer(text):
         kind = _boundary_kind(text, m.start(), floor)
         if add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None):
@@ -423,8 +428,9 @@ def _has_upper_roman_sub(list_text: str) -> bool:
 
 
 def _relaxed_ok(text: str, pos: int) -> bool:
-    """A mid-sentence marker candidate must follow a space and a word/closing character."""
-    return pos >= 2 and text[pos - 1] == " " and (text[pos - 2].isalnum() or text[pos - 2] in ")]%")
+    """A mid-sentence marker candidate must follow a space and a word/closing character, or an
+    abbreviation's period ("… shown in S1A Fig. C. Motion patterns …")."""
+    return pos >= 2 and text[pos - 1] == " " and (text[pos - 2].isalnum() or text[pos - 2] in ")]%.")
 
 
 def _dot_followed_ok(text: str, end: int) -> bool:
