@@ -337,6 +337,11 @@ def _is_label_dot(text: str, dot_pos: int) -> bool:
     return dot_pos >= 1 and text[dot_pos - 1].isalpha() and (dot_pos < 2 or not text[dot_pos - 2].isalnum())
 
 
+def _weight(style: str, family: str, ords: Sequence[int]) -> float:
+    """A marker's weight: its style's, a bonus per extra label it lists, less its family's penalty."""
+    return STYLE_WEIGHT[style] * (1 + EXTRA_LABEL_BONUS * (len(ords) - 1)) - FAMILY_PENALTY[family]
+
+
 def _candidates(text: str, floor: int) -> list[_Candidate]:
     """Every possible label marker; ``at_boundary`` False for mid-sentence ones.
 
@@ -358,7 +363,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
                 continue
             if style == "inline" and _has_upper_roman_sub(list_text):
                 continue  # "(CI)", "(KI)" inside a sentence: abbreviations
-            w = STYLE_WEIGHT[style] * (1 + EXTRA_LABEL_BONUS * (len(ords) - 1)) - FAMILY_PENALTY[fam]
+            w = _weight(style, fam, ords)
             key = (start, fam, style, ords)  # a bracketed range "(B)–(F)" beside its "(B)"
             if key not in found:
                 found[key] = _Candidate(start, end, style, fam, ords, labels, w, at_boundary)
@@ -459,8 +464,7 @@ def _panel_word_candidates(text: str, floor: int) -> list[_Candidate]:
             continue
         for fam, ords, labels in _expand(m.group(1)):
             if fam in ("upper", "lower", "digit"):
-                w = STYLE_WEIGHT["dot"] * (1 + EXTRA_LABEL_BONUS * (len(ords) - 1)) - FAMILY_PENALTY[fam]
-                out.append(_Candidate(m.start(), m.end(), "dot", fam, ords, labels, w, True))
+                out.append(_Candidate(m.start(), m.end(), "dot", fam, ords, labels, _weight("dot", fam, ords), True))
     return out
 
 
