@@ -19,9 +19,9 @@ reads one per box, from the box's label zones), this step
 
 Figures without letters (or with a single one) keep their boxes.  On the real-figure development set
 (``demo/real-figures``), where it was designed, this lifts the shipped detector's F1@0.5 at its
-threshold from 0.58 to 0.72 with a run that stopped at the first unread letter, and to 0.77 with
-:data:`MAX_UNREAD` 2 (chosen there: 0, 1, 2, 3 unread letters gave 0.72, 0.74, 0.77, 0.74); the
-held-out set (``demo/real-figures-test``) is in ``detector.json``.
+threshold from 0.58 to 0.72 with a run that stopped at the first unread letter, and to 0.74 with
+:data:`MAX_UNREAD` 2 (chosen there by a simpler greedy box count: 0, 1, 2, 3 unread letters gave
+0.745, 0.761, 0.792, 0.757); the held-out set (``demo/real-figures-test``) is in ``detector.json``.
 Deterministic: of equal merges, the lower box indices go first.
 """
 
