@@ -217,6 +217,29 @@ def test_shipped_default_detector_finds_panels(tiny_sets: tuple[Path, Path]) -> 
     assert sum(len(p) for p in preds) > 0
 
 
+def test_shipped_detector_boxes_do_not_depend_on_the_batch() -> None:
+    """A figure's boxes are the same alone, beside a figure of another shape and beside one of its
+    own shape: ultralytics letterboxes a batch of equal shapes differently unless told not to."""
+    from PIL import Image
+
+    from pmcflow.detect.default import shipped_model
+
+    backend, ckpt = shipped_model()
+    root = Path(__file__).resolve().parents[2] / "demo" / "real-figures"
+    files = sorted((root / "images").iterdir())
+    im = Image.open(files[0]).convert("RGB")
+    other = next(Image.open(f).convert("RGB") for f in files[1:] if Image.open(f).size != im.size)
+    detector = get_detector(backend, checkpoint=ckpt, device="cpu")
+
+    def boxes(batch: list[Image.Image]) -> list[list[float]]:
+        return [[round(v, 3) for v in (*b.as_list(), b.score)] for b in detector.predict(batch, batch_size=len(batch))[0]]
+
+    alone = boxes([im])
+    assert alone
+    assert boxes([im, other]) == alone
+    assert boxes([im, im.copy()]) == alone
+
+
 @pytest.mark.parametrize(
     "folder, key", [("real-figures", "real_figures_metrics"), ("real-figures-test", "real_figures_test_metrics")]
 )

@@ -284,6 +284,11 @@ class UltralyticsDetector(EvaluateMixin):
                 batch=len(batch),
                 max_det=int(p["max_det"]),
                 **half,
+                # Square letterbox, as in training, for every batch: ultralytics' default (rect) pads
+                # a batch of equal-shaped images (one image alone, too) only to the stride, so a
+                # figure's boxes depended on its batch neighbours (development real figures, merged
+                # F1@0.5: 0.742 in mixed batches, 0.664 one image at a time).
+                rect=False,
                 agnostic_nms=True,
                 verbose=False,
             )
