@@ -110,7 +110,7 @@ def test_shipped_checkpoint_classifies_heldout_crops() -> None:
     """Fresh crops (another seed) of the images the shipped model never saw, not its own eval set."""
     mm = load_modality_model("shipped")
     card = json.loads((SHIPPED_CHECKPOINT.parent / "metrics.json").read_text())
-    settings = TrainSettings.from_config({"seed": card["settings"]["seed"]})
+    settings = TrainSettings.for_run({"seed": card["settings"]["seed"]})
     pool, splits = registry_splits(settings, int(settings.seed or 0))
     assert [s.modality for s in splits] == mm.classes
     for s in splits:

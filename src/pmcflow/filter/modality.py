@@ -39,9 +39,9 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -49,6 +49,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from pmcflow import tables as T
 from pmcflow.seeding import rng_for
+from pmcflow.settings import Settings, thaw
 from pmcflow.synth.sources import SourcePool, SourceRef, builtin_pool, pool_from_config
 
 if TYPE_CHECKING:
@@ -66,38 +67,35 @@ STD = (0.25, 0.25, 0.25)
 PLOT_LIKE = frozenset({"plot", "chart", "diagram", "plots"})
 
 
-@dataclass
-class TrainSettings:
-    """``filter.modality.train`` with its defaults."""
+@dataclass(frozen=True)
+class TrainSettings(Settings):
+    """``filter.modality.train``: `pmcflow train-modality`'s settings (defaults, ranges and meanings
+    in the config schema, the one place they live)."""
 
-    backbone: str = "mobilenetv3_small_050"
-    backbone_kwargs: dict[str, Any] = field(default_factory=dict)
-    input_size: int = 96
-    train_crops_per_class: int = 480
-    eval_crops_per_class: int = 120
-    holdout_fraction: float = 0.25
-    epochs: int = 8
-    batch_size: int = 32
-    lr: float = 3e-3
-    weight_decay: float = 1e-4
-    label_smoothing: float = 0.05
-    threads: int = 1
-    seed: int | None = None  # None -> the global config seed
-    sources: dict[str, list[str]] = field(default_factory=dict)  # empty -> the image registry
-    include_plots: bool = True
-    registry: str | None = None  # an image registry file; None -> pmcflow/data/images/registry.yaml
+    SECTION: ClassVar[tuple[str, ...]] = ("filter", "modality", "train")
+
+    backbone: str
+    backbone_kwargs: Mapping[str, Any]
+    input_size: int
+    train_crops_per_class: int
+    eval_crops_per_class: int
+    holdout_fraction: float
+    epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    label_smoothing: float
+    threads: int
+    seed: int | None  # None -> the global config seed (:meth:`for_run`)
+    sources: Mapping[str, Any]  # {modality: [directory | .parquet, ...]}; empty -> the image registry
+    include_plots: bool
+    registry: str | None  # an image registry file; None -> pmcflow/data/images/registry.yaml
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> TrainSettings:
-        section = ((cfg.get("filter") or {}).get("modality") or {}).get("train") or {}
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = sorted(set(section) - known)
-        if unknown:
-            raise ValueError(f"filter.modality.train: unknown keys {unknown}")
-        s = cls(**{k: v for k, v in section.items() if k in known})
-        if s.seed is None:
-            s.seed = int(cfg.get("seed", 0))
-        return s
+    def for_run(cls, cfg: Mapping[str, Any]) -> TrainSettings:
+        """The section of a whole config, its ``seed`` resolved (null: the config's global seed)."""
+        s = cls.from_config(cfg)
+        return s if s.seed is not None else s.replace(seed=int(cfg.get("seed", 0)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -545,7 +543,7 @@ def registry_splits(settings: TrainSettings, seed: int) -> tuple[SourcePool, lis
 
 def _pool_and_splits(settings: TrainSettings, seed: int) -> tuple[SourcePool, list[SourceSplit]]:
     if settings.sources:
-        pool = pool_from_config(settings.sources, max_side=512)
+        pool = pool_from_config(thaw(settings.sources), max_side=512)
         return pool, split_sources(pool, settings.holdout_fraction, seed)
     return registry_splits(settings, seed)
 
@@ -555,7 +553,7 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
 
     Returns the metrics (held-out accuracy by class, the split, timings, the settings).
     """
-    settings = TrainSettings.from_config(cfg)
+    settings = TrainSettings.for_run(cfg)
     seed = int(settings.seed or 0)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -629,7 +627,7 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
     blob = {
         "format": CHECKPOINT_FORMAT,
         "backbone": settings.backbone,
-        "backbone_kwargs": dict(settings.backbone_kwargs),
+        "backbone_kwargs": thaw(settings.backbone_kwargs),
         "classes": classes,
         "input_size": settings.input_size,
         "mean": list(MEAN),
@@ -661,7 +659,7 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
         "n_heldout": len(x_ev),
         "n_params": int(sum(p.numel() for p in model.parameters())),
         "seconds": {"data": round(t_data, 2), "train": round(t_train, 2)},
-        "settings": asdict(settings),
+        "settings": settings.to_dict(),
         "torch": torch.__version__,
     }
     T.write_json(out / "metrics.json", metrics)
@@ -670,7 +668,7 @@ def train_modality(cfg: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> d
 
 def _training_data_record(settings: TrainSettings) -> dict[str, Any]:
     if settings.sources:
-        return {"kind": "sources", "sources": dict(settings.sources)}
+        return {"kind": "sources", "sources": thaw(settings.sources)}
     from pmcflow.imageregistry import REGISTRY_PATH, load_registry
 
     reg = load_registry(settings.registry)
