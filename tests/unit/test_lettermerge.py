@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pmcflow.decompose.lettermerge import letter_boxes, merge_by_letters
+from pmcflow.decompose.lettermerge import fill_unread, letter_boxes, merge_by_letters, merge_with_reader
 from pmcflow.detect.base import Box
 
 
@@ -52,3 +52,43 @@ def test_a_box_that_would_cover_another_panel_stays_and_no_letters_change_nothin
     assert merge_by_letters(under, {0: "a", 1: "b"}, 0.1) == under
     assert merge_by_letters(boxes, {}, 0.1) == boxes
     assert merge_by_letters(boxes, {0: "a"}, 0.1) == boxes
+
+
+def test_the_letters_the_run_skipped_go_to_the_boxes_where_they_stand_in_reading_order() -> None:
+    # a row of four panels and a second row of two: a . c d / . f, read a, c, d, f
+    boxes = [Box(0, 0, 40, 40), Box(50, 0, 40, 40), Box(100, 0, 40, 40), Box(150, 0, 40, 40),
+             Box(0, 50, 90, 40), Box(100, 50, 90, 40)]
+    letters = {0: "a", 2: "c", 3: "d", 5: "f"}
+    assert fill_unread(boxes, letters) == {0: "a", 1: "b", 2: "c", 3: "d", 4: "e", 5: "f"}
+    # two boxes where one letter is missing: a fragment among them, which one is unknown
+    assert fill_unread(boxes, {0: "a", 3: "c"}) == {0: "a", 3: "c"}
+    # no box between, or a letter that is out of reading order: nothing filled
+    assert fill_unread(boxes, {0: "a", 1: "c"}) == {0: "a", 1: "c"}
+    assert fill_unread(boxes, {0: "c", 2: "a", 5: "e"}) == {0: "c", 2: "a", 5: "e"}
+    # after the last letter nothing is filled; one letter: nothing
+    assert fill_unread(boxes, {0: "a", 1: "b"}) == {0: "a", 1: "b"}
+    assert fill_unread(boxes, {0: "a"}) == {0: "a"}
+
+
+class _Reader:
+    """A label reader that reads what it is told, one letter per box position."""
+
+    def __init__(self, letters: dict[tuple[float, float], str]) -> None:
+        self.letters = letters
+
+    def read(self, image: object, boxes: list[list[float]]) -> dict[int, tuple[str, float]]:
+        return {i: (self.letters[(b[0], b[1])], 0.99) for i, b in enumerate(boxes) if (b[0], b[1]) in self.letters}
+
+
+def test_a_panel_whose_letter_went_unread_is_not_merged_into_its_neighbour() -> None:
+    # A | B | C in a row, B's letter unread: B stays a panel (before, it joined A or C)
+    boxes = [Box(0, 0, 40, 40, 0.9), Box(45, 0, 40, 40, 0.8), Box(90, 0, 40, 40, 0.7)]
+    reader = _Reader({(0, 0): "a", (90, 0): "c"})
+    assert merge_with_reader(reader, None, boxes, None, 0.1) == boxes
+    # a fragment beside A and B's letter read: the fragment still joins its panel
+    frag = [Box(0, 0, 40, 40, 0.9), Box(0, 45, 40, 20, 0.5), Box(90, 0, 40, 65, 0.7)]
+    reader = _Reader({(0, 0): "a", (90, 0): "b"})
+    assert [(b.x, b.y, b.w, b.h) for b in merge_with_reader(reader, None, frag, None, 0.1)] == [
+        (0, 0, 40, 65),
+        (90, 0, 40, 65),
+    ]
