@@ -34,10 +34,9 @@ Deterministic: of equal merges, the lower box indices go first.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import pairwise
 from typing import Any
 
-from pmcflow.decompose.order import reading_order
+from pmcflow.decompose.order import fill_between, reading_order
 from pmcflow.decompose.settings import DecomposeSettings
 from pmcflow.detect.base import Box
 
@@ -93,17 +92,11 @@ def fill_unread(boxes: Sequence[Box], letters: Mapping[int, str]) -> dict[int, s
     if len(letters) < 2:
         return out
     order = reading_order([[b.x, b.y, b.w, b.h] for b in boxes])
-    lettered = [i for i in order if i in letters]
-    ranks = [LETTERS.index(letters[i]) for i in lettered]
+    ranks = [LETTERS.index(letters[i]) for i in order if i in letters]
     if ranks != sorted(ranks):
         return out
-    pos = {i: k for k, i in enumerate(order)}
-    for a, b in pairwise(lettered):
-        between = [i for i in order[pos[a] + 1 : pos[b]] if i not in letters]
-        missing = LETTERS[LETTERS.index(letters[a]) + 1 : LETTERS.index(letters[b])]
-        if between and len(between) == len(missing):
-            out.update(zip(between, missing, strict=True))
-    return out
+    # the alphabet from the first letter read to the last: nothing before or after is filled
+    return {**out, **fill_between(order, letters, LETTERS[ranks[0] : ranks[-1] + 1])}
 
 
 def _area(b: Sequence[float]) -> float:

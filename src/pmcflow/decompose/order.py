@@ -73,28 +73,40 @@ class LabelAssignment:
     source: str
 
 
-def _fill_runs(out: list[LabelAssignment], order: Sequence[int], caption: Sequence[str]) -> None:
-    """Give runs of unlettered boxes the caption letters missing between their lettered neighbours."""
-    rank = {c: k for k, c in enumerate(caption)}
-    used = {a.label for a in out if a.label is not None}
+def fill_between(order: Sequence[int], labels: Mapping[int, str], alphabet: Sequence[str]) -> dict[int, str]:
+    """Letters for the unlettered boxes: each run of boxes without a label in ``labels``, between
+    two lettered boxes in ``order`` (or before the first, or after the last), gets the letters of
+    ``alphabet`` missing between its neighbours' letters, when there are exactly as many of them.
+    A lettered box whose letter is not in ``alphabet`` stops the filling; a run whose neighbours are
+    out of alphabet order gets nothing.  Returns ``{box: letter}`` for the boxes filled."""
+    rank = {c: k for k, c in enumerate(alphabet)}
+    used = set(labels.values())
+    filled: dict[int, str] = {}
     run: list[int] = []
     lo = -1  # rank of the last lettered box passed (-1: none yet)
     for i in [*order, None]:
-        label = out[i].label if i is not None else None
+        label = labels.get(i) if i is not None else None
         if i is not None and label is None:
             run.append(i)
             continue
-        if i is not None and label not in rank:
-            run, lo = [], len(caption)  # a letter outside the caption: stop filling
+        if label is not None and label not in rank:
+            run, lo = [], len(alphabet)  # a letter outside the alphabet: stop filling
             continue
-        hi = rank[label] if i is not None and label is not None else len(caption)
+        hi = rank[label] if label is not None else len(alphabet)
         if run and hi > lo:
-            missing = [c for c in caption[lo + 1 : hi] if c not in used]
+            missing = [c for c in alphabet[lo + 1 : hi] if c not in used]
             if len(missing) == len(run):
-                for box, letter in zip(run, missing, strict=True):
-                    out[box] = LabelAssignment(letter, SOURCE_ORDER)
-                    used.add(letter)
+                filled.update(zip(run, missing, strict=True))
+                used.update(missing)
         run, lo = [], max(lo, hi)
+    return filled
+
+
+def _fill_runs(out: list[LabelAssignment], order: Sequence[int], caption: Sequence[str]) -> None:
+    """Give runs of unlettered boxes the caption letters missing between their lettered neighbours."""
+    labels = {i: a.label for i, a in enumerate(out) if a.label is not None}
+    for box, letter in fill_between(order, labels, caption).items():
+        out[box] = LabelAssignment(letter, SOURCE_ORDER)
 
 
 def _place(label: str, axes: set[str]) -> tuple[int | None, int | None] | None:
