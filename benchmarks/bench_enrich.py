@@ -43,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pmcflow.enrich.boundaries import THRESHOLD, cross_validate
 from pmcflow.enrich.evaluate import MATCH_F1, evaluate_labelwise, evaluate_splitter, load_rows, split_of
 from pmcflow.enrich.rules import split_caption
 from pmcflow.enrich.subcaption import SubcaptionRequest, make_subcaptioner
@@ -157,6 +158,23 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(
                 f"| {split} | {_fmt(hinted[split]['matched_at_0_9'])} | {u['gold_segments']} | {_fmt(u['matched_at_0_9'])} | "
                 f"{_fmt(uh['matched_at_0_9'])} | {_fmt(u['no_split']['matched_at_0_9'])} |"
+            )
+    cv = result.get("boundaries_cv")
+    if cv:
+        lines += [
+            "",
+            f"The panel-boundary model on articles it never saw: {cv['folds']}-fold cross-validation by article over "
+            "the dev split (`python -m pmcflow.enrich.boundaries --cv`; fitted on the other folds, scored on "
+            "the held-out fold's SourceData legends through `split_caption`). The shipped threshold is "
+            f"{cv['shipped_threshold']:g}.",
+            "",
+            "| threshold | cut precision | cut recall | cut F1 | all segments matched | label-less legends' segments matched |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for t, e in cv["thresholds"].items():
+            lines.append(
+                f"| {t} | {_fmt(e['cut_precision'])} | {_fmt(e['cut_recall'])} | {_fmt(e['cut_f1'])} | "
+                f"{_fmt(e['segments_matched'])} | {_fmt(e['segments_matched_label_less'])} |"
             )
     lines += [
         "",
@@ -318,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         "free": evaluate_splitter(label_less),
         "hinted": evaluate_splitter(label_less, panels_hint=True, include_baseline=False),
     }
+    boundaries_cv = {**cross_validate(), "shipped_threshold": THRESHOLD}
     pmc = load_rows(PMC_FIXTURE)
     pmc_quality = evaluate_labelwise(pmc)
     plos_quality = evaluate_labelwise(load_rows(PLOS_FIXTURE))
@@ -348,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         "quality": quality,
         "quality_hinted": quality_hinted,
         "quality_label_less": quality_label_less,
+        "boundaries_cv": boundaries_cv,
         "pmc_fixture": str(PMC_FIXTURE.relative_to(ROOT)),
         "pmc_quality": pmc_quality,
         "plos_fixture": str(PLOS_FIXTURE.relative_to(ROOT)),

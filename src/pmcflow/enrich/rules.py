@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from pmcflow.enrich.boundaries import segment_body
+from pmcflow.enrich.boundaries import BoundaryModel, segment_body
 from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws
 
 # ---------------------------------------------------------------------------------------------
@@ -947,7 +947,9 @@ def _dedupe(labels: Iterable[str]) -> list[str]:
     return list(seen)
 
 
-def split_caption(caption: str, title: str | None = None, *, n_panels: int | None = None) -> list[Segment]:
+def split_caption(
+    caption: str, title: str | None = None, *, n_panels: int | None = None, model: BoundaryModel | None = None
+) -> list[Segment]:
     """Split ``caption`` into labelled segments (see the module docstring).
 
     ``title``: the caption's title when known (JATS ``<caption><title>``); when the caption starts
@@ -958,13 +960,14 @@ def split_caption(caption: str, title: str | None = None, *, n_panels: int | Non
     A caption with no usable labels comes back as its title (when known, ``shared``) and its body
     cut into unlabelled panel segments between sentences by the panel-boundary model
     (:mod:`pmcflow.enrich.boundaries`); ``n_panels`` (the number of subfigures, when known) makes
-    it cut into that many. A single-panel legend normally stays one segment.
+    it cut into that many. A single-panel legend normally stays one segment. ``model``: another
+    panel-boundary model than the shipped one (cross-validation).
     """
     text, floor, segments = _split_labels(caption, title)
     if not text or any(s.labels for s in segments):
         return segments
     head = [Segment([], text[:floor].strip(), shared=True)] if floor and text[:floor].strip() else []
-    body = segment_body(text, floor if head else 0, n_panels=n_panels)
+    body = segment_body(text, floor if head else 0, n_panels=n_panels, model=model)
     return head + [Segment([], text[a:b]) for a, b in body]
 
 
