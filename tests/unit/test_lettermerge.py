@@ -65,9 +65,28 @@ def test_the_letters_the_run_skipped_go_to_the_boxes_where_they_stand_in_reading
     # no box between, or a letter that is out of reading order: nothing filled
     assert fill_unread(boxes, {0: "a", 1: "c"}) == {0: "a", 1: "c"}
     assert fill_unread(boxes, {0: "c", 2: "a", 5: "e"}) == {0: "c", 2: "a", 5: "e"}
-    # after the last letter nothing is filled; one letter: nothing
+    # several boxes after the last letter (how many panels they make is unknown): nothing filled;
+    # one letter: nothing
     assert fill_unread(boxes, {0: "a", 1: "b"}) == {0: "a", 1: "b"}
     assert fill_unread(boxes, {0: "a"}) == {0: "a"}
+
+
+def test_one_panel_sized_box_after_the_last_letter_is_the_next_panel() -> None:
+    # a 2 x 2 grid read a, b, c: the fourth panel's "d" went unread (resonance-sfig1 in
+    # demo/real-figures, where the reader saw "o")
+    grid = [Box(0, 0, 50, 50), Box(60, 0, 50, 50), Box(0, 60, 50, 50), Box(60, 60, 50, 50)]
+    assert fill_unread(grid, {0: "a", 1: "b", 2: "c"}) == {0: "a", 1: "b", 2: "c", 3: "d"}
+    # with the fill between: a, one box (b), c, then the lone last box (d)
+    assert fill_unread(grid, {0: "a", 2: "c"}) == {0: "a", 1: "b", 2: "c", 3: "d"}
+    # a small box after the last letter is a fragment of the last panel (under half the median
+    # lettered area): not a panel
+    small = [*grid[:3], Box(60, 60, 20, 20)]
+    assert fill_unread(small, {0: "a", 1: "b", 2: "c"}) == {0: "a", 1: "b", 2: "c"}
+    # the next letter already on another box (a caption letter): nothing
+    assert fill_unread(grid, {0: "a", 1: "b", 2: "c", 3: "d"}) == {0: "a", 1: "b", 2: "c", 3: "d"}
+    # and the merge keeps that panel instead of joining it to C
+    reader = _Reader({(0, 0): "a", (60, 0): "b", (0, 60): "c"})
+    assert merge_with_reader(reader, None, grid, None, 0.1) == grid
 
 
 class _Reader:
