@@ -117,10 +117,12 @@ def test_sourcedata_label_less_legends() -> None:
     hinted = evaluate_splitter(unlabelled, panels_hint=True)
     # the whole body as one segment matches only the single-panel legends (8 % of dev, 38 % of test)
     assert free["all"]["no_split"]["matched_at_0_9"] < 0.12
-    assert free["all"]["matched_at_0_9"] >= 0.51 and hinted["all"]["matched_at_0_9"] >= 0.57
-    # held-out articles (never seen by the fit): 7 of their 16 label-less gold segments (8 with the
-    # model before the panel-noun and acronym features; cross-validation below is the larger sample)
-    assert free["test"]["matched_at_0_9"] >= 0.43 > free["test"]["no_split"]["matched_at_0_9"]
+    # (legends whose text names labels inline, "… latency (A) and … viability (B) …", are among
+    # them: their segments that lost a panel are cut too, 0.528 -> 0.595 / 0.571 -> 0.638)
+    assert free["all"]["matched_at_0_9"] >= 0.59 and hinted["all"]["matched_at_0_9"] >= 0.63
+    # held-out articles (never seen by the fit): 11 of their 16 label-less gold segments (7 before
+    # labelled segments were cut; cross-validation below is the larger sample)
+    assert free["test"]["matched_at_0_9"] >= 0.68 > free["test"]["no_split"]["matched_at_0_9"]
 
 
 def test_cross_validation_by_article() -> None:
@@ -129,9 +131,10 @@ def test_cross_validation_by_article() -> None:
     cv = B.cross_validate(thresholds=(B.THRESHOLD,))
     assert cv["figures"] == {"sourcedata": 121, "pmc": 183}
     at = cv["thresholds"][f"{B.THRESHOLD:g}"]
-    # measured: 0.773 of the held-out folds' gold segments, 0.490 of the label-less legends' ones
-    # (0.748 / 0.435 without the panel-noun and acronym features, 0.08 with the body uncut)
-    assert at["segments_matched"] >= 0.765 and at["segments_matched_label_less"] >= 0.47
+    # measured: 0.781 of the held-out folds' gold segments, 0.517 of the label-less legends' ones
+    # (0.773 / 0.490 before labelled segments that lost a panel were cut; 0.748 / 0.435 without the
+    # panel-noun and acronym features, 0.08 with the body uncut)
+    assert at["segments_matched"] >= 0.775 and at["segments_matched_label_less"] >= 0.50
     assert at["cut_f1"] >= 0.63
 
 
@@ -156,3 +159,69 @@ def test_panel_noun_and_acronym_openings() -> None:
     assert feats("qPCR of PHD1 in HCT116 cells.").get("next_acronym") == 1.0
     assert "next_acronym" not in feats("Mice were sacrificed after 4 weeks.")
     assert "next_panel_noun" not in feats("Mice were sacrificed after 4 weeks.")
+
+
+def _fixture_row(figure_id: str) -> dict:
+    rows = load_rows(B.fixture_dir() / "sourcedata_panel_legends_dev.jsonl")
+    return next(r for r in rows if r["id"] == figure_id)
+
+
+@pytest.mark.parametrize(
+    ("figure_id", "expected"),
+    [
+        # labels placed after their phrases: the sentence is panels A-B's, the next one a new panel
+        (
+            "sourcedata:10.15252/emmm.202013901:Figure 5",
+            [(["a", "b"], "Reactivation from HIV-1 latency (A)"), ([], "Levels of integrated HIV-1 DNA")],
+        ),
+        # "(A) … (E) …": the text between them holds panels whose labels the text lost
+        (
+            "sourcedata:10.15252/msb.202110597:Figure 5",
+            [(["a"], "(A) The expression"), ([], "Diauxic growth"), ([], "Diauxic growth"), (["e"], "(E) Derived")],
+        ),
+        # "Left: … Right: …" name places in one panel; the next sentences are the next panels
+        # (the lead "Grip test …" before the first label is the shared text)
+        (
+            "sourcedata:10.15252/emmm.201404433:Figure 2",
+            [
+                (["left"], "Left: The percentage"),
+                (["right"], "Right: Representative"),
+                ([], "Relative mRNA levels of denervation"),
+                ([], "Relative mRNA levels of muscle atrophy"),
+            ],
+        ),
+    ],
+)
+def test_labelled_segments_that_lost_a_panel_are_cut(figure_id: str, expected: list) -> None:
+    """Real SourceData legends (CC BY 4.0) whose reconstruction dropped some panels' labels: the
+    segment holding such a panel is cut where the boundary model is confident (>= 0.8)."""
+    row = _fixture_row(figure_id)
+    segs = split_caption(row["caption_reconstructed"], row["figure_title"])
+    panels = panel_segments(segs)
+    assert [(p.labels, p.text[: len(start)]) for p, (_, start) in zip(panels, expected, strict=False)] == expected
+    assert len(panels) == len(expected)
+    # verbatim and complete: the panel segments are the caption after its shared text
+    body = " ".join(p.text for p in panels)
+    assert body in " ".join(row["caption_reconstructed"].split())
+    assert " ".join(s.text for s in segs) == " ".join(row["caption_reconstructed"].split())
+
+
+def test_segments_led_by_their_label_keep_their_continuation() -> None:
+    title = "PHD1 and p53."
+    led = (
+        "PHD1 and p53. (A) Western blot for p53 in HCT116 cells treated with 5-FU for 8 h. "
+        "Western blot for PHD1 in LIM1215 cells silenced for PHD1. (B) Representative images of colonies."
+    )
+    placed = (
+        "PHD1 and p53. Western blot for p53 in HCT116 cells (A) treated with 5-FU for 8 h. "
+        "Western blot for PHD1 in LIM1215 cells silenced for PHD1. Representative images of colonies (B)."
+    )
+    model = B.default_model()
+    for caption in (led, placed):  # the model is confident of the boundary between the two blots
+        spans = B.sentence_spans(caption, len(title) + 1)
+        assert model.probability(B.cut_features(caption, spans)[0]) >= 0.8
+    # a leading marker and no skipped label: nothing was lost, nothing is cut
+    assert [s.labels for s in panel_segments(split_caption(led, title))] == [["a"], ["b"]]
+    # the labels placed after their phrases: the second blot is a panel of its own
+    got = [(s.labels, s.text.split(" ")[0]) for s in panel_segments(split_caption(placed, title))]
+    assert got == [(["a"], "Western"), ([], "Western"), (["b"], "Representative")]

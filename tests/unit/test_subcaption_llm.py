@@ -229,6 +229,27 @@ def test_cli_n_panels(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFix
     assert all(s["labels"] == [] and s["text"] in UNLABELLED for s in rec["segments"])
 
 
+def test_cli_panels_that_lost_their_label(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # labels placed after their phrases; the middle sentence is a panel whose label was lost: it
+    # comes back as an unlabelled segment between the labelled ones, verbatim
+    caption = (
+        "PHD1 and p53. Western blot for p53 in HCT116 cells (A) treated with 5-FU for 8 h. "
+        "Western blot for PHD1 in LIM1215 cells silenced for PHD1. Representative images of colonies (B)."
+    )
+    rc, out, err = _run_cli(json.dumps({"caption": caption, "title": "PHD1 and p53."}) + "\n", monkeypatch, capsys)
+    assert rc == 0 and err == ""
+    assert json.loads(out) == {
+        "segments": [
+            {"labels": ["a"], "text": "Western blot for p53 in HCT116 cells (A) treated with 5-FU for 8 h."},
+            {"labels": [], "text": "Western blot for PHD1 in LIM1215 cells silenced for PHD1."},
+            {"labels": ["b"], "text": "Representative images of colonies (B)."},
+        ],
+        "shared_text": "PHD1 and p53.",
+    }
+
+
 @pytest.mark.parametrize("bad", [0, -2, 1.5, "3", True])
 def test_cli_bad_n_panels(
     bad: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -116,14 +116,13 @@ def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
     res = evaluate_splitter(rows)
     # legends that kept their labels (like real PMC captions): the measure is met
     assert res["all"]["labelled_figures"]["matched_at_0_9"] >= 0.97
-    # held-out articles: 76 of 87 segments (77 before the boundary model's panel-noun and acronym
-    # features; across the dev articles, cross-validated, those features add 2.5 points:
-    # test_caption_boundaries.py::test_cross_validation_by_article)
-    assert res["test"]["matched_at_0_9"] >= 0.87
+    # held-out articles: 80 of 87 segments (76 before labelled segments that lost a panel were cut)
+    assert res["test"]["matched_at_0_9"] >= 0.91
     # 34 % of the gold segments lost their label in the reconstruction: the panel-boundary model
-    # cuts those legends between sentences (67 % of all segments matched without it)
-    assert res["all"]["matched_at_0_9"] >= 0.80
+    # cuts those legends between sentences (67 % of all segments matched without it), and labelled
+    # segments that hold such a panel (80.6 % before)
+    assert res["all"]["matched_at_0_9"] >= 0.825
     assert res["all"]["matched_at_0_9"] > res["all"]["no_split"]["matched_at_0_9"] + 0.5
     # with the number of panels known (the pipeline knows its subfigures)
     hinted = evaluate_splitter(rows, panels_hint=True, include_baseline=False)
-    assert hinted["all"]["matched_at_0_9"] >= 0.82 and hinted["test"]["matched_at_0_9"] >= 0.89
+    assert hinted["all"]["matched_at_0_9"] >= 0.85 and hinted["test"]["matched_at_0_9"] >= 0.94

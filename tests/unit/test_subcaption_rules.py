@@ -769,3 +769,26 @@ def test_bracketed_letters_that_fill_no_gap_do_not_split(
     caption: str, expected: list[tuple[list[str], str]]
 ) -> None:
     assert labelled(caption) == expected
+
+
+def test_a_skipped_letter_gets_the_piece_that_stands_in_its_place() -> None:
+    # "(A) … (C) …" skips B; the model cuts the A segment before a second description (>= 0.8)
+    caption = (
+        "PHD1 and p53. (A) Western blot for p53 in HCT116 cells treated with 5-FU for 8 h. "
+        "Western blot for PHD1 in LIM1215 cells silenced for PHD1. (C) Representative images of colonies."
+    )
+    segs = split_caption(caption, "PHD1 and p53.")
+    assert [(s.labels, s.text[:20]) for s in panel_segments(segs)] == [
+        (["a"], "(A) Western blot for"),
+        ([], "Western blot for PHD"),
+        (["c"], "(C) Representative i"),
+    ]
+    got = assign_detailed(segs, ["a", "b", "c", "d"], caption=caption)
+    assert got["b"].text == "Western blot for PHD1 in LIM1215 cells silenced for PHD1."
+    assert (got["b"].source, got["b"].reason, got["b"].labels) == ("rules", "gap", ["b"])
+    assert got["b"].shared_text == "PHD1 and p53." and got["a"].reason is None
+    assert (got["d"].source, got["d"].reason) == ("fallback-full", "label_not_found")
+    # counts that disagree (two letters skipped, one piece) assign nothing by position
+    wider = [Segment(["a"], "(A) X."), Segment([], "Y."), Segment(["d"], "(D) Z.")]
+    out = assign_detailed(wider, ["b", "c"], caption="(A) X. Y. (D) Z.")
+    assert {k: v.source for k, v in out.items()} == {"b": "fallback-full", "c": "fallback-full"}
