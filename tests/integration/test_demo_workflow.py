@@ -3,41 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
-import pytest
+from pmcflow_testing import workflow as wf
 
 from pmcflow import schema as S
 from pmcflow.tables import read_counts
 
 REPO = Path(__file__).resolve().parents[2]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-
-
-def run_snakemake(*args: str, cwd: Path = REPO, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
-    cmd = [str(SNAKEMAKE), "--cores", "2", "--configfile", "config/demo.yaml", "config/ci.yaml", *args]
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo")
-    proc = run_snakemake(
-        "--config",
-        f"paths={{'results': '{out}/results', 'resources': '{out}/resources', 'logs': '{out}/logs'}}",
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
-    return out
 
 
 def test_lint_is_clean() -> None:
-    proc = run_snakemake("--lint")
+    proc = wf.run_demo("--lint")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -135,11 +113,7 @@ def test_parse_outputs_are_complete(demo_run: Path) -> None:
 
 
 def test_rerun_is_a_no_op(demo_run: Path) -> None:
-    proc = run_snakemake(
-        "-n",
-        "--config",
-        f"paths={{'results': '{demo_run}/results', 'resources': '{demo_run}/resources', 'logs': '{demo_run}/logs'}}",
-    )
+    proc = wf.run_demo("-n", *wf.demo_paths(demo_run))
     assert proc.returncode == 0, proc.stderr
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
@@ -211,10 +185,7 @@ def test_a_second_run_gives_the_same_bytes(demo_run: Path) -> None:
     first = repro.snapshot(demo_run / "results")
     for d in ("results", "resources", "logs"):
         shutil.rmtree(demo_run / d)
-    proc = run_snakemake(
-        "--config",
-        f"paths={{'results': '{demo_run}/results', 'resources': '{demo_run}/resources', 'logs': '{demo_run}/logs'}}",
-    )
+    proc = wf.run_demo(*wf.demo_paths(demo_run))
     assert proc.returncode == 0, proc.stderr[-6000:]
     second = repro.snapshot(demo_run / "results")
     assert len(first) > 100

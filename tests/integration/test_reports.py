@@ -1,6 +1,6 @@
 """The four report notebooks, executed with papermill and rendered to HTML.
 
-* on the demo run's outputs (``results/demo``, made by ``make demo``);
+* on the outputs of the session's demo run (CI overlay, in a temporary directory);
 * on a results directory where only the early stages ran (every later section says "not run");
 * (slow) on a complete results directory: the demo's stages plus a filter table, shards, an encoder
   trained with open_clip and its evaluation, built here from the real-image toy dataset;
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,7 +25,6 @@ from pmcflow.report import REPORTS, render_report
 from pmcflow.report.render import cli
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "results" / "demo"
 CHROMIUM = Path("/usr/bin/chromium")
 EARLY_STAGES = ("listing", "acquire", "parse")
 DEMO_STAGES = ("listing", "acquire", "parse", "decompose", "enrich", "detector")
@@ -67,20 +64,10 @@ def _stage_rows(page: str, stage: str) -> list[list[str]]:
     return [r for r in rows if r and r[0] == stage]
 
 
-def _needs_demo() -> None:
-    """Make sure results/demo holds a demo run; build one (CI overlay: small) when it does not."""
-    if (DEMO / "enrich" / "counts.json").is_file():
-        return
-    snakemake = Path(sys.executable).with_name("snakemake")
-    proc = subprocess.run(
-        [str(snakemake), "--cores", "2", "--configfile", "config/demo.yaml", "config/ci.yaml"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"demo run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+@pytest.fixture(scope="module")
+def demo(demo_run: Path) -> Path:
+    """The results of the session's demo run (CI overlay; tests/integration/conftest.py)."""
+    return demo_run / "results"
 
 
 def _render_all(results: Path, out: Path, **params: object) -> dict[str, str]:
@@ -102,18 +89,16 @@ def _check_page(name: str, page: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    _needs_demo()
-    return _render_all(DEMO, tmp_path_factory.mktemp("demo-reports"))
+def demo_pages(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _render_all(demo, tmp_path_factory.mktemp("demo-reports"))
 
 
 @pytest.fixture(scope="module")
-def early_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    _needs_demo()
+def early_pages(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("early")
     results = root / "results"
     for stage in EARLY_STAGES:
-        shutil.copytree(DEMO / stage, results / stage)
+        shutil.copytree(demo / stage, results / stage)
     return _render_all(results, root / "html")
 
 
@@ -189,10 +174,9 @@ def test_report_without_later_stages(early_pages: dict[str, str], name: str) -> 
             assert _stage_rows(page, stage)[0][1] == "ran", (name, stage)
 
 
-def test_cli_writes_html(tmp_path: Path) -> None:
-    _needs_demo()
+def test_cli_writes_html(demo: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    shutil.copytree(DEMO / "listing", results / "listing")
+    shutil.copytree(demo / "listing", results / "listing")
     out = tmp_path / "r" / "dataset.html"
     assert (
         cli(
@@ -224,14 +208,13 @@ def test_cli_writes_html(tmp_path: Path) -> None:
 # Complete results directory (slow): filter table, shards, encoder, evaluation
 # --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def full_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def full_results(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's stages plus later-stage outputs made by the real shard/train/evaluate code.
 
     The filter stage's table is the real-image toy DATASET (pmcflow_testing.encoder_toydata: crops of
     scikit-image photographs and charts, with a modality column); nothing is rejected by it, and
     its counts say so.
     """
-    _needs_demo()
     from pmcflow_testing.encoder_toydata import make_toy_dataset
 
     from pmcflow.encoders.benchmarks import build_demo_benchmarks
@@ -244,7 +227,7 @@ def full_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = root / "results"
     for stage in DEMO_STAGES:
         (results / stage).parent.mkdir(parents=True, exist_ok=True)
-        (results / stage).symlink_to(DEMO / stage, target_is_directory=True)
+        (results / stage).symlink_to(demo / stage, target_is_directory=True)
 
     toy = root / "toy"
     ds = pl.read_parquet(make_toy_dataset(toy, n_per_class=14, seed=5, size=64))

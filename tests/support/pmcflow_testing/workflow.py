@@ -155,3 +155,15 @@ def summary(workdir: str | os.PathLike[str], args: Iterable[str] = (), **kw) -> 
 def final_targets(workdir: str | os.PathLike[str], args: Iterable[str] = ()) -> list[str]:
     """Every output file the (finished) DAG has, from ``--summary``."""
     return [r["output_file"] for r in summary(workdir, args)]
+
+
+def run_demo(*args: str, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
+    """Snakemake on the demo config with the CI overlay (small), in the working tree itself."""
+    cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "config/demo.yaml", "config/ci.yaml", *args]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def demo_paths(out: str | os.PathLike[str]) -> list[str]:
+    """``--config`` arguments that put a run's results, resources and logs under ``out``."""
+    return ["--config", f"paths={{'results': '{out}/results', 'resources': '{out}/resources', 'logs': '{out}/logs'}}"]
