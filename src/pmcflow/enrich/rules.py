@@ -992,9 +992,11 @@ _RE_LEADING_LABEL = re.compile(
 )
 
 
-def _top_letter(label: str) -> int | None:
-    """1 for "a", 2 for "b" …; None for labels that are not single letters (roman, digits, places)."""
-    return ord(label) - 96 if len(label) == 1 and "a" <= label <= "z" else None
+def _letter_ordinals(labels: Sequence[str]) -> list[int] | None:
+    """[1, 3] for ["a", "c"]; None when a label is not a single letter (roman, digits, places)."""
+    if not labels or not all(len(x) == 1 and "a" <= x <= "z" for x in labels):
+        return None
+    return [ord(x) - 96 for x in labels]
 
 
 def _loses_panels(seg: Segment, nxt: Segment | None) -> bool:
@@ -1004,15 +1006,13 @@ def _loses_panels(seg: Segment, nxt: Segment | None) -> bool:
     labelled segment skips letters ("A. … E. …")."""
     if any(x in POSITION_LABELS for x in seg.labels):
         return True  # "Left: … Right: …" name places in one panel; the text after them may be the next
-    here = [_top_letter(x) for x in seg.labels]
-    if any(x is None for x in here):
+    here = _letter_ordinals(seg.labels)
+    if here is None:
         return False  # roman numerals, digits: their markers lead ("ii. …", "3) …")
     if not _RE_LEADING_LABEL.match(seg.text):
         return True
-    there = [_top_letter(x) for x in nxt.labels] if nxt is not None else [None]
-    if any(x is None for x in there):
-        return False
-    return min(there) - max(here) > 1  # type: ignore[type-var, operator]
+    there = _letter_ordinals(nxt.labels) if nxt is not None else None
+    return there is not None and min(there) - max(here) > 1
 
 
 def _cut_lost_panels(segments: Sequence[Segment], model: BoundaryModel | None) -> list[Segment]:
@@ -1022,10 +1022,10 @@ def _cut_lost_panels(segments: Sequence[Segment], model: BoundaryModel | None) -
     unlabelled panel segments. Verbatim: the pieces join back to the segment's text."""
     m = model or default_model()
     labelled = [k for k, s in enumerate(segments) if s.labels]
+    next_labelled = dict(zip(labelled, [segments[j] for j in labelled[1:]], strict=False))
     out: list[Segment] = []
     for k, seg in enumerate(segments):
-        later = [j for j in labelled if j > k]
-        if not seg.labels or not _loses_panels(seg, segments[later[0]] if later else None):
+        if not seg.labels or not _loses_panels(seg, next_labelled.get(k)):
             out.append(seg)
             continue
         text = seg.text
@@ -1216,11 +1216,10 @@ def _gap_pieces(segments: Sequence[Segment]) -> dict[str, Segment]:
     labelled = [k for k, s in enumerate(segments) if s.labels]
     for a, b in zip(labelled, labelled[1:], strict=False):
         run = segments[a + 1 : b]
-        lo = [_top_letter(x) for x in segments[a].labels]
-        hi = [_top_letter(x) for x in segments[b].labels]
-        if not run or any(x is None for x in lo + hi):
+        lo, hi = _letter_ordinals(segments[a].labels), _letter_ordinals(segments[b].labels)
+        if not run or lo is None or hi is None:
             continue
-        missing = range(max(lo) + 1, min(hi))  # type: ignore[type-var]
+        missing = range(max(lo) + 1, min(hi))
         if len(missing) == len(run):
             for ordinal, seg in zip(missing, run, strict=True):
                 out[chr(96 + ordinal)] = Segment([chr(96 + ordinal)], seg.text)

@@ -159,9 +159,9 @@ def final_targets(workdir: str | os.PathLike[str], args: Iterable[str] = ()) -> 
 
 def run_demo(*args: str, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
     """Snakemake on the demo config with the CI overlay (small), in the working tree itself."""
-    cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "config/demo.yaml", "config/ci.yaml", *args]
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    return snakemake(
+        REPO, ["--cores", "2", "--configfile", "config/demo.yaml", "config/ci.yaml", *args], timeout=timeout
+    )
 
 
 def demo_paths(out: str | os.PathLike[str]) -> list[str]:
