@@ -792,3 +792,75 @@ def test_a_skipped_letter_gets_the_piece_that_stands_in_its_place() -> None:
     wider = [Segment(["a"], "(A) X."), Segment([], "Y."), Segment(["d"], "(D) Z.")]
     out = assign_detailed(wider, ["b", "c"], caption="(A) X. Y. (D) Z.")
     assert {k: v.source for k, v in out.items()} == {"b": "fallback-full", "c": "fallback-full"}
+
+
+@pytest.mark.parametrize(
+    ("caption", "expected"),
+    [
+        (  # PLOS ONE 10.1371/journal.pone.0116586, Fig 1: the sentence enumerates its panels
+            "Study sites. Map of research locations (A), and photographs of Atqasuk dry heath (B) and the "
+            "Barrow wet meadow (C). Visible in the photographs are the open-top chambers.",
+            [
+                (["a"], "Map of research locations (A),"),
+                (["b"], "and photographs of Atqasuk dry heath (B)"),
+                (["c"], "and the Barrow wet meadow (C). Visible in the photographs are the open-top chambers."),
+            ],
+        ),
+        (  # PLOS ONE 10.1371/journal.pone.0115067, Fig 6: clauses after semicolons, the last after "and"
+            "Profiles. Dependence of the period on: the rate of synthesis, vs (A); the constant for "
+            "degradation, Km (B); the rate of PER degradation, vd (C) and the Michaelis constant for PER "
+            "degradation, Kd (D). We compared two models.",
+            [
+                (["a"], "Dependence of the period on: the rate of synthesis, vs (A);"),
+                (["b"], "the constant for degradation, Km (B);"),
+                (["c"], "the rate of PER degradation, vd (C)"),
+                (["d"], "and the Michaelis constant for PER degradation, Kd (D). We compared two models."),
+            ],
+        ),
+        (  # one description of two panels: the first label's clause opens the sentence
+            "Methylation. Two-way clustering of differentially methylated CpG sites for the sex effect (A) "
+            "and for the location effect (B). Sample labels indicate their sex.",
+            [
+                (
+                    ["a", "b"],
+                    "Two-way clustering of differentially methylated CpG sites for the sex effect (A) and "
+                    "for the location effect (B). Sample labels indicate their sex.",
+                )
+            ],
+        ),
+        (  # PLOS Comput Biol 10.1371/journal.pcbi.1004156, Fig 1: "(B) and (C) The …" is one description
+            "Model. (A) The network structure. (B) and (C) The evolution trajectory of the process. (D) Summary.",
+            [
+                (["a"], "(A) The network structure."),
+                (["b", "c"], "(B) and (C) The evolution trajectory of the process."),
+                (["d"], "(D) Summary."),
+            ],
+        ),
+        (  # PLOS ONE 10.1371/journal.pone.0153170, Fig 2: a panel named where its description says what it shows
+            "IL-10. Freshly isolated PBMCs were stained for CD19 (A). The scatter plot in B summarizes the "
+            "results. PBMCs were stimulated with tacrolimus (C) or CsA (D), as indicated. The bar graphs in E "
+            "depict the decline of IL-10 production.",
+            [
+                (["a"], "Freshly isolated PBMCs were stained for CD19 (A)."),
+                (["b"], "The scatter plot in B summarizes the results."),
+                (["c", "d"], "PBMCs were stimulated with tacrolimus (C) or CsA (D), as indicated."),
+                (["e"], "The bar graphs in E depict the decline of IL-10 production."),
+            ],
+        ),
+    ],
+)
+def test_enumerated_clauses_joint_markers_and_panels_named_in_a_sentence(
+    caption: str, expected: list[tuple[list[str], str]]
+) -> None:
+    assert labelled(caption, caption.split(". ", 1)[0] + ".") == expected
+
+
+def test_the_end_of_an_open_bracket_is_not_a_label() -> None:
+    # PLOS ONE 10.1371/journal.pone.0160653, Fig 2: "(95% CI)" is no "C)" panel
+    caption = (
+        "Profiles. A) The probability of a profile was estimated. B) The probability in Europe. C) The "
+        "probability in Africa. Error bars (95% CI) were estimated using bootstrapping. D) The likelihood ratio."
+    )
+    got = labelled(caption, "Profiles.")
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"]]
+    assert got[2][1] == "C) The probability in Africa. Error bars (95% CI) were estimated using bootstrapping."

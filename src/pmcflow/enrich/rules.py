@@ -128,8 +128,12 @@ _RE_WORDS_BEFORE = re.compile(r"[^\W\d_]+")
 _POSTFIX_WORDS = frozenset(
     {"and", "or", "but", "nor", "with", "without", "in", "on", "at", "of", "for", "from", "to", "by",
      "as", "vs", "versus", "respectively", "while", "whereas", "which", "that", "is", "are", "was",
-     "were", "show", "shows", "showed", "shown", "indicate", "indicates", "represent", "represents"}
+     "were", "show", "shows", "showed", "shown", "indicate", "indicates", "represent", "represents",
+     "depict", "depicts", "summarize", "summarizes", "summarise", "summarises", "illustrate",
+     "illustrates", "display", "displays", "present", "presents", "compare", "compares"}
 )  # fmt: skip
+
+_BARE_CONJUNCTIONS = frozenset({"and", "or", "&", "and/or"})
 
 _ROMAN = {
     "i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10,
@@ -174,6 +178,9 @@ ABBREVIATION_WORDS = 3  # "circular muscle layer (C)": words an abbreviating let
 ABBREVIATION_MAX_STEP = 3  # "(C) … (L)" in one sentence: too far apart to be consecutive panels
 TRAILING_LABEL_MAX_WORDS = 3  # "free fatty acids (J) in …": words before a trailing label
 CLAUSE_MIN_WORDS = 5  # "… (A), and reduced levels of Y in males (B)": a clause of its own
+# "… dry heath (B) and the Barrow wet meadow (C).": words after the conjunction that make the
+# phrase ending a sentence with its own label a description of its own (not "dorsal (A) and ventral (B).")
+CONJUNCT_MIN_WORDS = 4
 EXTRA_LABEL_BONUS = 0.25  # per label beyond the first in one marker (ranges, lists)
 
 
@@ -401,6 +408,8 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             kind = _boundary_kind(text, m.start(), floor)
             if style == "dot" and text[m.end() - 1] == "." and not _dot_followed_ok(text, m.end()):
                 continue  # "E. coli"; a colon label may open lower case ("A: the region in green")
+            if style == "close" and _closes_open_bracket(text, m.start(), floor):
+                continue  # "Error bars (95% CI) were …": the end of a bracket, not "C) …"
             if kind is None or (kind == "glued" and style not in ("dot", "close")):
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
@@ -413,10 +422,31 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         if text[m.end() - 1] == "." and not _dot_followed_ok(text, m.end()):
             continue
         add(m.start(), m.end(), style, m.group(1), False)
+    for m in _RE_REFERENCE.finditer(text, floor):
+        add(m.start(1), m.end(1), "inline", m.group(1), False)
     scale = _RE_SCALE_ZERO.search(text, floor)
     if scale is not None:  # "(0: Major worsening; 1: Moderate worsening; 2: …)": a scale, not panels
         found = {k: c for k, c in found.items() if c.family != "digit" or c.start < scale.start()}
     return sorted(found.values(), key=lambda c: (c.start, -c.weight))
+
+
+# a panel named where its description says what it shows: "The dot blots in B depict …", "The
+# scatter plots in C and D summarize …" (upper-case letters: "in a show" is no label)
+_RE_REFERENCE = re.compile(
+    r"(?<=\b(?:in|of) )(?:panels? )?([A-Z](?:(?:, | and |[-–])[A-Z])*) (?=(?:show|depict|summari[sz]e|"
+    r"illustrate|display|present|compare|represent|indicate)s?\b)"
+)
+def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
+    """A bracket opened earlier in the sentence of ``pos`` is still open there."""
+    depth = 0
+    for i in range(pos - 1, _sentence_start(text, pos, floor) - 1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            if depth == 0:
+                return True
+            depth -= 1
+    return False
 
 
 _RE_LISTED_MARKER = re.compile(rf"(?<=, )({_LIST_DOT})(?:\s?[.:](?![\w.])|\)(?=\s))")
@@ -784,13 +814,38 @@ def _listed(
     return run[k] >= 3 or "," in between or ";" in between
 
 
-def _clause_start(text: str, prev: _Candidate, c: _Candidate) -> int | None:
+_RE_CONJUNCT = re.compile(r" +((?:and|or) )")
+
+
+def _closes_sentence(text: str, pos: int) -> bool:
+    """Only a sentence end (or the caption's end) follows ``pos``."""
+    rest = text[pos:].lstrip(" ")
+    return not rest or rest[0] in ".;"
+
+
+def _opens_clause(text: str, start: int) -> bool:
+    """A segment starting at ``start`` opens a clause of its sentence: after a comma or semicolon,
+    or with a conjunction ("Map (A), and photographs …", "…, Km (B); the maximum rate …")."""
+    return text[:start].rstrip(" ")[-1:] in (",", ";") or _RE_CONJUNCT.match(" " + text[start : start + 4]) is not None
+
+
+def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bool = False) -> int | None:
     """Start of the clause of a trailing label after a previous trailing label of its sentence,
     when a comma or semicolon closes the previous one's clause and the new clause is long enough
-    to be a description of its own: "… in females (A), and reduced levels in males (B)" -> "and".
+    to be a description of its own: "… in females (A), and reduced levels in males (B)" -> "and";
+    or, when the sentence is ``enumerating`` panels already (the previous label's clause did not
+    open the sentence), when a conjunction follows the previous label and the new label ends the
+    sentence after a phrase of its own: "Map (A), and photographs of dry heath (B) and the Barrow
+    wet meadow (C)." -> "and" (not "… for the sex effect (A) and for the location effect (B).",
+    one description of two panels, nor "total delay (A) and nuclear delay (B) diagrams …").
     """
     i = prev.end
-    if i >= len(text) or text[i] not in ",;":
+    if i < len(text) and text[i] not in ",;":
+        m = _RE_CONJUNCT.match(text, i)
+        if m is None or not enumerating or not _closes_sentence(text, c.end):
+            return None
+        return m.start(1) if len(text[m.end() : c.start].split()) >= CONJUNCT_MIN_WORDS else None
+    if i >= len(text):
         return None
     j = i + 1
     while j < c.start and text[j] == " ":
@@ -860,7 +915,9 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
             same = prev is not None and not text[prev_floor:sentence].strip()
             nxt = markers[k + 1] if k + 1 < len(markers) else None
             clause = (
-                _clause_start(text, prev, c) if same and prev is not None and prev.style == "inline" else None
+                _clause_start(text, prev, c, enumerating=bool(opens) and _opens_clause(text, opens[-1].start))
+                if same and prev is not None and prev.style == "inline"
+                else None
             )
             listed = k > 0 and _listed(text, markers, prefix, run, k - 1)
             if same and (led or listed):
@@ -923,6 +980,8 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
         own = (text[op.start : op.marker_start] + " " + text[op.marker_end : max(e, op.marker_end)]).strip(
             " .,;:"
         )
+        if own in _BARE_CONJUNCTIONS:
+            own = ""  # "(B) and (C) The evolution …", "b) and c) give …": one description of both
         if not own and k + 1 < len(opens):
             # label(s) with no text of their own: they share the next segment's description
             pending_labels.extend(op.labels)
