@@ -128,6 +128,7 @@ def test_both_measures_hold_on_elife_captions() -> None:
         assert res[split]["label_set_accuracy"] >= 0.93, res[split]
         assert res[split]["matched_at_0_9"] >= 0.92, res[split]
         assert res[split]["matched_at_0_9"] > res[split]["regex_baseline"]["matched_at_0_9"] + 0.1
+    assert res["dev"]["label_set_accuracy"] >= 0.97 and res["dev"]["matched_at_0_9"] >= 0.97
     assert res["all"]["shared_text_f1"] >= 0.96
 
 

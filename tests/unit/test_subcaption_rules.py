@@ -864,3 +864,30 @@ def test_the_end_of_an_open_bracket_is_not_a_label() -> None:
     got = labelled(caption, "Profiles.")
     assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"]]
     assert got[2][1] == "C) The probability in Africa. Error bars (95% CI) were estimated using bootstrapping."
+
+
+def test_a_label_the_segments_marker_named_is_restated_not_opened() -> None:
+    # eLife 10.7554/eLife.05031, Figure 2: "(E)" inside the "(B, C, E)" segment's sentence refers back
+    caption = (
+        "Ire1. (A) Splicing assay. (B, C) Top: schematic of the mutants as in (A). (D) Schematic of a "
+        "chimeric mRNA. (B, C, E) Localization of Ire1 and of U1A decorating either SpRU1A (B, C) or "
+        "SL-PGK1 (E) mRNA. ER-stress was induced with DTT. (F) Bar diagrams."
+    )
+    assert labelled(caption, "Ire1.")[3:] == [
+        (
+            ["b", "c", "e"],
+            "(B, C, E) Localization of Ire1 and of U1A decorating either SpRU1A (B, C) or SL-PGK1 (E) mRNA. "
+            "ER-stress was induced with DTT.",
+        ),
+        (["f"], "(F) Bar diagrams."),
+    ]
+
+
+def test_panel_word_before_a_bracket() -> None:
+    # eLife 10.7554/eLife.00013, Figure 3-figure supplement 9: "Panel B (δH …) demonstrates …"
+    caption = (
+        "Expanded dqfCOSY spectrum. In panel A (δH 1.15-1.65 ppm), H-3 shows correlation to H-4a. Panel B "
+        "(δH 2.4-4.0 ppm) demonstrates the correlations between H2-1 and H-2. Panel C (δH 0.75-1.60 ppm) "
+        "exhibits correlations in the other methylenes."
+    )
+    assert [labels for labels, _ in labelled(caption, "Expanded dqfCOSY spectrum.")] == [["a"], ["b"], ["c"]]

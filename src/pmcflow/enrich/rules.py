@@ -98,10 +98,10 @@ _RE_DOT = re.compile(rf"{_NO_WORD_BEFORE}({_LIST_DOT})\s?[.:](?![\w.])")
 _RE_COMMA = re.compile(rf"{_NO_WORD_BEFORE}({_LIST}),(?=\s)")
 _RE_BARE = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+[A-Z0-9(\[])")
 _RE_BARE_LC = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+([a-z][a-z-]*))")
-# "Panel A, genomic map …", "In panels B–D, …", "Panel C: …" opening a sentence (not "Panels B,
-# G, and I were …": no label may follow the comma)
+# "Panel A, genomic map …", "In panels B–D, …", "Panel C: …", "Panel B (δH 2.4-4.0 ppm) shows …"
+# opening a sentence (not "Panels B, G, and I were …": no label may follow the comma)
 _RE_PANEL_WORD = re.compile(
-    rf"(?:In\s+)?[Pp]anels?\s+({_LIST})\s*[,:](?=\s)(?!\s+(?:(?:and|or)\s+)?[A-Za-z]\d?\b)"
+    rf"(?:In\s+)?[Pp]anels?\s+({_LIST})(?:\s*[,:](?=\s)(?!\s+(?:(?:and|or)\s+)?[A-Za-z]\d?\b)|(?=\s+\())"
 )
 # words after a bare upper-case letter that make it a name, not a label ("B cells", "T lymphocytes")
 _BARE_STOP_WORDS = frozenset(
@@ -910,6 +910,15 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
     led = False  # the open segment was opened by a sentence-initial marker in this sentence
     for k, c in enumerate(markers):
         joint = False
+        if (
+            c.style == "inline"
+            and opens
+            and set(c.labels) <= set(opens[-1].labels)
+            and _same_sentence(text, opens[-1].marker_end, c.start)
+        ):
+            # "(B, C, E) Localization … either X (B, C) or Y (E) mRNA.": labels the open segment's
+            # marker already named, in its sentence, refer back to it
+            continue
         if c.style == "inline":
             sentence = _sentence_start(text, c.start, prev_floor)
             same = prev is not None and not text[prev_floor:sentence].strip()
