@@ -14,7 +14,7 @@ of figures whose predicted label set equals the gold one; also segments matched 
 The same on tests/fixtures/subcaptions/plos_labelwise.jsonl (675 PLOS captions, 105 articles,
 annotated in three batches after the rules were written; ``plos_quality``) and on
 tests/fixtures/subcaptions/elife_labelwise.jsonl (130 eLife captions and figure supplements, 10
-articles, a fourth batch; ``elife_quality``).
+articles, a fourth batch; ``elife_quality``), and on the three sets pooled (``pooled_quality``).
 
 LLM backend (``--llm N``): the ``transformers`` subcaption backend with the Figure 7 prompt and the
 best small instruct model that installs offline here (SmolLM2-135M-Instruct, GGUF shipped in the
@@ -201,6 +201,13 @@ def markdown(result: dict[str, Any]) -> str:
             "batch 2 (257) 88.3 % / 89.4 %, batch 3 (156) 95.5 % / 82.2 %; each batch's dev split then tuned rules "
             "(tests/fixtures/subcaptions/README.md).",
         ]
+    if result.get("pooled_quality"):
+        lines += [
+            "",
+            "## Rule splitter on the three PMC-style label-wise sets pooled (PMC, PLOS, eLife; split by article)",
+            "",
+            *_labelwise_table(result["pooled_quality"]),
+        ]
     if result.get("elife_quality"):
         lines += [
             "",
@@ -352,8 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     boundaries_cv = {**cross_validate(), "shipped_threshold": THRESHOLD}
     pmc = load_rows(PMC_FIXTURE)
     pmc_quality = evaluate_labelwise(pmc)
-    plos_quality = evaluate_labelwise(load_rows(PLOS_FIXTURE))
-    elife_quality = evaluate_labelwise(load_rows(ELIFE_FIXTURE))
+    plos, elife = load_rows(PLOS_FIXTURE), load_rows(ELIFE_FIXTURE)
+    plos_quality = evaluate_labelwise(plos)
+    elife_quality = evaluate_labelwise(elife)
+    pooled_quality = evaluate_labelwise([*pmc, *plos, *elife])
     previous = json.loads((OUT_DIR / "enrich.json").read_text()) if (OUT_DIR / "enrich.json").exists() else {}
     llm = llm_comparison(rows, pmc, args.llm, args.llm_model) if args.llm else previous.get("llm")
     if llm and not args.llm:  # the LLM's answers stand; the rules' side is re-scored on the same panels
@@ -388,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         "plos_quality": plos_quality,
         "elife_fixture": str(ELIFE_FIXTURE.relative_to(ROOT)),
         "elife_quality": elife_quality,
+        "pooled_quality": pooled_quality,
         "llm": llm,
         "paper_vlm_correct": PAPER_VLM_CORRECT,
         "speed": {
