@@ -201,13 +201,6 @@ def markdown(result: dict[str, Any]) -> str:
             "batch 2 (257) 88.3 % / 89.4 %, batch 3 (156) 95.5 % / 82.2 %; each batch's dev split then tuned rules "
             "(tests/fixtures/subcaptions/README.md).",
         ]
-    if result.get("pooled_quality"):
-        lines += [
-            "",
-            "## Rule splitter on the three PMC-style label-wise sets pooled (PMC, PLOS, eLife; split by article)",
-            "",
-            *_labelwise_table(result["pooled_quality"]),
-        ]
     if result.get("elife_quality"):
         lines += [
             "",
@@ -217,6 +210,13 @@ def markdown(result: dict[str, Any]) -> str:
             "",
             "First scores, out of sample (dev / test): label set = gold 95.7 % / 93.3 %, segments matched at "
             "F1 ≥ 0.9 92.1 % / 97.4 % (tests/fixtures/subcaptions/README.md).",
+        ]
+    if result.get("pooled_quality"):
+        lines += [
+            "",
+            "## Rule splitter on the three PMC-style label-wise sets pooled (PMC, PLOS, eLife; split by article)",
+            "",
+            *_labelwise_table(result["pooled_quality"]),
         ]
     llm = result.get("llm")
     if llm:

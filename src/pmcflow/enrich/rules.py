@@ -436,6 +436,8 @@ _RE_REFERENCE = re.compile(
     r"(?<=\b(?:in|of) )(?:panels? )?([A-Z](?:(?:, | and |[-–])[A-Z])*) (?=(?:show|depict|summari[sz]e|"
     r"illustrate|display|present|compare|represent|indicate)s?\b)"
 )
+
+
 def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
     """A bracket opened earlier in the sentence of ``pos`` is still open there."""
     depth = 0
@@ -826,7 +828,7 @@ def _closes_sentence(text: str, pos: int) -> bool:
 def _opens_clause(text: str, start: int) -> bool:
     """A segment starting at ``start`` opens a clause of its sentence: after a comma or semicolon,
     or with a conjunction ("Map (A), and photographs …", "…, Km (B); the maximum rate …")."""
-    return text[:start].rstrip(" ")[-1:] in (",", ";") or _RE_CONJUNCT.match(" " + text[start : start + 4]) is not None
+    return text[:start].rstrip(" ")[-1:] in (",", ";") or text.startswith(("and ", "or "), start)
 
 
 def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bool = False) -> int | None:
@@ -840,13 +842,13 @@ def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bo
     one description of two panels, nor "total delay (A) and nuclear delay (B) diagrams …").
     """
     i = prev.end
-    if i < len(text) and text[i] not in ",;":
+    if i >= len(text):
+        return None
+    if text[i] not in ",;":
         m = _RE_CONJUNCT.match(text, i)
         if m is None or not enumerating or not _closes_sentence(text, c.end):
             return None
         return m.start(1) if len(text[m.end() : c.start].split()) >= CONJUNCT_MIN_WORDS else None
-    if i >= len(text):
-        return None
     j = i + 1
     while j < c.start and text[j] == " ":
         j += 1
