@@ -85,3 +85,52 @@ def test_the_cli_runs_the_two_steps(tmp_path, capsys):
     assert cli([*common, "--mentions", t["mentions"], "--out", str(out), "--subcaptions", subs, rej]) == 0
     counts = json.loads((out / "counts.json").read_text())
     assert counts["kept"] == 2 and counts["rejected"] == {"figure_missing": 1}
+
+
+def test_a_caption_without_labels_reaches_its_subfigures_by_reading_order(tmp_path):
+    """The subcaption job passes each subfigure's figure count and reading order: a real legend
+    that lost its labels (EMBO Mol Med 10.15252/emmm.201505492, Fig. 5, CC BY 4.0) cut into as many
+    clear pieces as the figure has subfigures gives each its piece; a figure with one subfigure
+    missing from the table keeps the full caption."""
+    from pmcflow.enrich.evaluate import load_rows
+
+    legend = next(
+        r
+        for r in load_rows(REPO / "tests" / "fixtures" / "subcaptions" / "sourcedata_panel_legends_dev.jsonl")
+        if r["id"] == "sourcedata:10.15252/emmm.201505492:Figure 5"
+    )
+    caption, title = legend["caption_reconstructed"], legend["figure_title"]
+    panels = [g["text"] for g in legend["subcaptions"]]
+    assert len(panels) == 3
+    art = {"article_uid": "PMC2.1", "pmcid": "PMC2", "doi": "10.1/y", "pmid": "2", "license_code": "CC BY",
+           "is_retracted": False}  # fmt: skip
+    figs = [
+        {"figure_uid": f"PMC2.1/{f}", "article_uid": "PMC2.1", "pmcid": "PMC2", "figure_id": f, "label": f,
+         "caption": caption, "caption_title": title}  # fmt: skip
+        for f in ("f1", "f2")
+    ]
+    subfigures = [
+        {"subfigure_uid": f"PMC2.1/{f}/s{i}", "figure_uid": f"PMC2.1/{f}", "article_uid": "PMC2.1", "pmcid": "PMC2",
+         "version": 1, "chunk": "c000002", "panel_label": None, "crop_path": None, "graphic_index": 0,
+         "subfigure_index": i}  # fmt: skip
+        for f, indices in (("f1", (2, 0, 1)), ("f2", (0, 2)))  # f2's s1 is not in the table
+        for i in indices
+    ]
+    t = {
+        "subfigures": _write(tmp_path / "subfigures.parquet", subfigures),
+        "figures": _write(tmp_path / "figures.parquet", figs),
+        "articles": _write(tmp_path / "articles.parquet", [art]),
+    }
+    cfg = EnrichSettings.from_config(load_config([REPO / "config" / "demo.yaml"]))
+    assert subcaption_chunk(cfg, "c000002", t["subfigures"], t["figures"], t["articles"], str(tmp_path)) == 5
+    rows = {r["subfigure_uid"]: r for r in pq.read_table(tmp_path / "subcaptions.parquet").to_pylist()}
+    for i in range(3):
+        r = rows[f"PMC2.1/f1/s{i}"]
+        assert (r["subcaption"], r["subcaption_source"], r["subcaption_reason"], r["shared_text"]) == (
+            panels[i], "rules", "reading_order", title
+        )
+    for i in (0, 2):
+        r = rows[f"PMC2.1/f2/s{i}"]
+        assert (r["subcaption"], r["subcaption_source"], r["subcaption_reason"]) == (
+            caption, "fallback-full", "no_labels"
+        )

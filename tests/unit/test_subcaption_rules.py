@@ -891,3 +891,91 @@ def test_panel_word_before_a_bracket() -> None:
         "exhibits correlations in the other methylenes."
     )
     assert [labels for labels, _ in labelled(caption, "Expanded dqfCOSY spectrum.")] == [["a"], ["b"], ["c"]]
+
+
+# A real legend whose panel labels were lost (EMBO Mol Med, doi 10.15252/emmm.201505492, Figure 5;
+# CC BY 4.0, from the SourceData fixture): three panels, described in order, no letter in the text.
+LABEL_LESS_TITLE = "PHD1 hydroxylase favors p38α-mediated p53 phosphorylation."
+LABEL_LESS_PANELS = [
+    "Western blot for p53 pS15, p53, and vinculin (vinc) in HCT116 treated with 300 μM 5-FU upon "
+    "silencing of PHD1 and p38α, alone or in combination. Vinculin (vinc) is used as a loading control.",
+    "Detection of p53 pS15 and p53 after in vitro phosphorylation by p38α, p38β, or p38γ of "
+    "p53immunoprecipitated from cells silenced for a control (SIMA) or PHD1.",
+    "Detection by Western blot of p53 and p38 from whole cell extracts (WCE) or after "
+    "immunoprecipitation of p53 from cell silenced for a Scr control or siPHD1 and treated for 1 h "
+    "with 300 μM 5-FU.",
+]
+LABEL_LESS = " ".join([LABEL_LESS_TITLE, *LABEL_LESS_PANELS])
+
+
+def test_a_label_less_caption_goes_to_subfigures_by_order_only_when_the_counts_agree() -> None:
+    from pmcflow.enrich.rules import assign_by_order
+
+    got = [assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, 3, k) for k in range(3)]
+    assert [a.text for a in got if a] == LABEL_LESS_PANELS
+    assert {(a.source, a.reason, a.shared_text) for a in got if a} == {
+        ("rules", "reading_order", LABEL_LESS_TITLE)
+    }
+    # the figure was cut into another number of subfigures: no guess
+    assert assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, 2, 0) is None
+    assert assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, 4, 0) is None
+    assert assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, 3, 3) is None
+    assert assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, None, 0) is None
+    # a caption that names labels is aligned by its labels, not by order
+    assert assign_by_order("Lead. (A) Blot of X in cells. (B) Counts of Y.", None, 2, 0) is None
+    # a boundary the model is in doubt about (p = 0.50 before "This figure presents"): no guess,
+    # although its 0.5 threshold cuts this body into as many pieces as there are subfigures
+    doubtful = (
+        "VAFs of phased somatic mtDNA substitutions. This figure presents VAF pairs between co-clonal, "
+        "sub-clonal, and different strand mtDNA substitutions. We expect similar VAFs for co-clonal "
+        "pairs; lower VAF in sub-clonal mutations compared to clonal ones; and sum of a VAF pair is "
+        "equal or less than 1.0."
+    )
+    title = "VAFs of phased somatic mtDNA substitutions."
+    assert len(panel_segments(split_caption(doubtful, title))) == 2
+    assert assign_by_order(doubtful, title, 2, 1) is None
+
+
+def test_rules_backend_matches_a_label_less_caption_by_the_letter_or_reading_order() -> None:
+    from pmcflow.enrich.subcaption import RulesSubcaptioner, SubcaptionRequest
+
+    def req(key: str, letter: str | None, n: int | None, order: int | None) -> SubcaptionRequest:
+        return SubcaptionRequest(key, LABEL_LESS, letter, title=LABEL_LESS_TITLE, n_panels=n, order=order)
+
+    res = RulesSubcaptioner().extract(
+        [
+            req("s0", None, 3, 2),  # no letter: its reading order
+            req("s1", "b", 3, 0),  # a letter read on the image wins over the reading order
+            req("s2", "e", 3, 1),  # a letter beyond the count: the reading order
+            req("s3", "a", None, None),  # the count is unknown: the full caption, as before
+        ]
+    )
+    assert [(r.source, r.reason) for r in res] == [
+        ("rules", "reading_order"),
+        ("rules", "reading_order"),
+        ("rules", "reading_order"),
+        ("fallback-full", "no_labels"),
+    ]
+    assert [r.text for r in res[:3]] == [LABEL_LESS_PANELS[2], LABEL_LESS_PANELS[1], LABEL_LESS_PANELS[1]]
+    assert res[0].shared_text == LABEL_LESS_TITLE and res[3].shared_text == ""
+
+
+def test_enrich_stage_gives_each_subfigure_its_figure_count_and_reading_order() -> None:
+    from pmcflow.enrich.stage import _places
+
+    def sf(uid: str, fig: str, graphic: int, index: int | None) -> dict:
+        return {"subfigure_uid": uid, "figure_uid": fig, "graphic_index": graphic, "subfigure_index": index}
+
+    places = _places(
+        [
+            sf("f1/s1", "f1", 0, 1),
+            sf("f1/s0", "f1", 0, 0),
+            sf("f1/s2", "f1", 0, 2),
+            sf("f2/s0", "f2", 0, 0),
+            sf("f3/s0", "f3", 0, 0),  # two graphics: their orders make no one sequence
+            sf("f3/g1-s0", "f3", 1, 0),
+            sf("f4/s1", "f4", 0, 1),  # a subfigure of the figure is missing: no count
+        ]
+    )
+    assert [places[k] for k in ("f1/s0", "f1/s1", "f1/s2", "f2/s0")] == [(3, 0), (3, 1), (3, 2), (1, 0)]
+    assert places["f3/s0"] == places["f3/g1-s0"] == places["f4/s1"] == (None, None)

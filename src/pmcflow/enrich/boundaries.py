@@ -45,7 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws, tokens
+from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws, token_f1, tokens
 
 MIN_VOCAB_COUNT = 3  # a first word (or pair) must open >= this many training sentences to be a feature
 L2 = 1.0  # ridge penalty of the fit (on all weights but the bias)
@@ -564,12 +564,26 @@ def cross_validate(
     tally = {
         t: {"tp": 0, "fp": 0, "fn": 0, "hit": 0, "n": 0, "hit_nolabel": 0, "n_nolabel": 0} for t in thresholds
     }
+    order = {"panels": 0, "assigned": 0, "correct": 0}
     for k in range(folds):
         fitted = fit(
             _sourcedata_examples([r for r in sd if _fold(str(r["doi"]), folds) != k])
             + _pmc_examples([r for r in pmc if _fold(str(r["article"]), folds) != k])
         )
         held = [r for r in sd if _fold(str(r["doi"]), folds) == k]
+        for r in held:  # label-less legends' panels matched to "subfigures" by order (rules.assign_by_order)
+            gold = r["subcaptions"]
+            if len(gold) < 2 or any(g.get("labels_heuristic") for g in gold):
+                continue
+            for i, g in enumerate(gold):
+                got = rules.assign_by_order(
+                    r["caption_reconstructed"], r.get("figure_title"), len(gold), i, model=fitted
+                )
+                order["panels"] += 1
+                order["assigned"] += got is not None
+                order["correct"] += (
+                    got is not None and token_f1(normalize_ws(got.text), normalize_ws(g["text"])) >= MATCH_F1
+                )
         cuts = [(fitted.probability(f), y) for f, y in _sourcedata_examples(held)]
         for t in thresholds:
             c = tally[t]
@@ -591,6 +605,12 @@ def cross_validate(
         "folds": folds,
         "figures": {"sourcedata": len(sd), "pmc": len(pmc)},
         "thresholds": {},
+        "order_assignment": {
+            **order,
+            "margin": rules.ORDER_MARGIN,
+            "precision": round(order["correct"] / order["assigned"], 4) if order["assigned"] else None,
+            "coverage": round(order["correct"] / order["panels"], 4) if order["panels"] else None,
+        },
     }
     for t, c in tally.items():
         p = c["tp"] / max(1, c["tp"] + c["fp"])

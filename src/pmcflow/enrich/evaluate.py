@@ -195,6 +195,42 @@ def evaluate_splitter(
     return out
 
 
+def evaluate_order_assignment(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """How well subfigures of captions that name no label get their text by order
+    (:func:`pmcflow.enrich.rules.assign_by_order`), per split, on the SourceData legends whose gold
+    panels all lost their labels (multi-panel): each gold panel is a subfigure, its place its
+    index, the figure's count the number of gold panels (as if the detector found every panel).
+
+    ``panels``: gold panels; ``assigned``: those that got a piece (the rest keep the full caption);
+    ``correct``: pieces matching their gold panel at token F1 >= :data:`MATCH_F1`; ``precision`` =
+    correct / assigned, ``coverage`` = correct / panels.
+    """
+    from pmcflow.enrich.rules import assign_by_order
+
+    tally = {k: [0, 0, 0] for k in ("dev", "test", "all")}
+    for r in rows:
+        gold = r["subcaptions"]
+        if len(gold) < 2 or any(g.get("labels_heuristic") for g in gold):
+            continue
+        for k, g in enumerate(gold):
+            a = assign_by_order(r["caption_reconstructed"], r.get("figure_title"), len(gold), k)
+            hit = a is not None and token_f1(normalize_ws(a.text), normalize_ws(str(g["text"]))) >= MATCH_F1
+            for key in (split_of(str(r["doi"])), "all"):
+                tally[key][0] += 1
+                tally[key][1] += a is not None
+                tally[key][2] += hit
+    return {
+        key: {
+            "panels": n,
+            "assigned": a,
+            "correct": c,
+            "precision": round(c / a, 4) if a else None,
+            "coverage": round(c / n, 4) if n else None,
+        }
+        for key, (n, a, c) in tally.items()
+    }
+
+
 def figure_errors(
     rows: Iterable[Mapping[str, Any]], splitter: Splitter = split_caption, split: str | None = "dev"
 ) -> list[tuple[str, FigureScore, list[Segment]]]:

@@ -55,6 +55,26 @@ def _usable(
     return usable
 
 
+def _places(subfigures: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int | None, int | None]]:
+    """Per subfigure uid: (how many subfigures its figure was cut into, its reading-order index),
+    both None when the figure has several graphics (their orders do not make one sequence)."""
+    by_figure: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for sf in subfigures:
+        by_figure[sf["figure_uid"]].append(sf)
+    out: dict[str, tuple[int | None, int | None]] = {}
+    for members in by_figure.values():
+        one_graphic = len({sf.get("graphic_index") or 0 for sf in members}) == 1
+        indices = [sf.get("subfigure_index") for sf in members]
+        ordered = (
+            one_graphic
+            and all(isinstance(i, int) for i in indices)
+            and sorted(indices) == list(range(len(members)))
+        )
+        for sf in members:
+            out[sf["subfigure_uid"]] = (len(members), int(sf["subfigure_index"])) if ordered else (None, None)
+    return out
+
+
 def subcaption_rows(
     cfg: EnrichSettings,
     subfigures: Sequence[Mapping[str, Any]],
@@ -68,6 +88,7 @@ def subcaption_rows(
     arts = {a["article_uid"]: a for a in articles}
     pmcids = {sf["subfigure_uid"]: sf["pmcid"] for sf in subfigures}
     usable = _usable(subfigures, figs, arts, rejections)
+    places = _places(usable)
     sub_requests = []
     for sf in usable:
         caption, title = _caption_parts(figs[sf["figure_uid"]])
@@ -79,6 +100,8 @@ def subcaption_rows(
                 image=sf.get("crop_path"),
                 title=title,
                 group=sf["figure_uid"],
+                n_panels=places[sf["subfigure_uid"]][0],
+                order=places[sf["subfigure_uid"]][1],
             )
         )
     subcaptioner = make_subcaptioner(cfg.subcaption)

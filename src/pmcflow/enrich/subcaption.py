@@ -31,6 +31,7 @@ from pmcflow.enrich.rules import (
     Assignment,
     Segment,
     assign,
+    assign_by_order,
     assign_detailed,
     panel_segments,
     segments_to_json,
@@ -64,6 +65,10 @@ class SubcaptionRequest:
     image: ImageInput | None = None
     title: str | None = None  # JATS caption title, when separate
     group: str = ""  # figure_uid: subfigures of one figure share the prompt prefix
+    # the figure's subfigure count and this one's reading-order index (0-based), when known: a
+    # caption that names no label is matched to subfigures by order (rules.assign_by_order)
+    n_panels: int | None = None
+    order: int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,15 @@ def _split(req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segm
     return cache[ck]
 
 
+def _place(req: SubcaptionRequest) -> int | None:
+    """The subfigure's place among its figure's panels: its letter's (a -> 0) when it has one
+    that fits the count, else its reading order."""
+    letter = str(req.letter or "").strip().lower()
+    if len(letter) == 1 and "a" <= letter <= "z" and req.n_panels is not None and ord(letter) - 97 < req.n_panels:
+        return ord(letter) - 97
+    return req.order
+
+
 def _rules_assignment(
     req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segment]]
 ) -> Assignment:
@@ -113,6 +127,10 @@ def _rules_assignment(
     full = normalize_ws(req.caption)
     if not full:
         return Assignment("", "fallback-full", "empty_caption", [])
+    if not any(s.labels for s in segments):
+        by_order = assign_by_order(req.caption, req.title, req.n_panels, _place(req))
+        if by_order is not None:
+            return by_order
     if req.letter is None or not str(req.letter).strip():
         # the caption names no panel (its whole text is the description) or the subfigure's letter
         # is unknown (the caption has labels, alignment could not place this subfigure)
