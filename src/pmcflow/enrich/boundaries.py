@@ -45,7 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws, token_f1, tokens
+from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws, tokens
 
 MIN_VOCAB_COUNT = 3  # a first word (or pair) must open >= this many training sentences to be a feature
 L2 = 1.0  # ridge penalty of the fit (on all weights but the bias)
@@ -556,7 +556,14 @@ def cross_validate(
     keeping :data:`THRESHOLD` at 0.5 and behind the feature set.
     """
     from pmcflow.enrich import rules
-    from pmcflow.enrich.evaluate import MATCH_F1, load_rows, panel_segments, score_figure, split_of
+    from pmcflow.enrich.evaluate import (
+        MATCH_F1,
+        evaluate_order_assignment,
+        load_rows,
+        panel_segments,
+        score_figure,
+        split_of,
+    )
 
     d = directory or fixture_dir()
     sd = [r for r in load_rows(d / "sourcedata_panel_legends_dev.jsonl") if split_of(str(r["doi"])) == "dev"]
@@ -571,19 +578,10 @@ def cross_validate(
             + _pmc_examples([r for r in pmc if _fold(str(r["article"]), folds) != k])
         )
         held = [r for r in sd if _fold(str(r["doi"]), folds) == k]
-        for r in held:  # label-less legends' panels matched to "subfigures" by order (rules.assign_by_order)
-            gold = r["subcaptions"]
-            if len(gold) < 2 or any(g.get("labels_heuristic") for g in gold):
-                continue
-            for i, g in enumerate(gold):
-                got = rules.assign_by_order(
-                    r["caption_reconstructed"], r.get("figure_title"), len(gold), i, model=fitted
-                )
-                order["panels"] += 1
-                order["assigned"] += got is not None
-                order["correct"] += (
-                    got is not None and token_f1(normalize_ws(got.text), normalize_ws(g["text"])) >= MATCH_F1
-                )
+        # label-less legends' panels matched to "subfigures" by order (rules.assign_by_order)
+        held_order = evaluate_order_assignment(held, fitted)["all"]
+        for key in order:
+            order[key] += held_order[key]
         cuts = [(fitted.probability(f), y) for f, y in _sourcedata_examples(held)]
         for t in thresholds:
             c = tally[t]

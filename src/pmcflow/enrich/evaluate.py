@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pmcflow.enrich.rules import POSITION_LABELS, Segment, shared_text, split_caption
+from pmcflow.enrich.boundaries import BoundaryModel
+from pmcflow.enrich.rules import POSITION_LABELS, Segment, assign_by_order, shared_text, split_caption
 from pmcflow.enrich.text import normalize_ws, token_f1
 
 Splitter = Callable[[str, str | None], list[Segment]]
@@ -195,7 +196,9 @@ def evaluate_splitter(
     return out
 
 
-def evaluate_order_assignment(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def evaluate_order_assignment(
+    rows: Iterable[Mapping[str, Any]], model: BoundaryModel | None = None
+) -> dict[str, Any]:
     """How well subfigures of captions that name no label get their text by order
     (:func:`pmcflow.enrich.rules.assign_by_order`), per split, on the SourceData legends whose gold
     panels all lost their labels (multi-panel): each gold panel is a subfigure, its place its
@@ -203,17 +206,16 @@ def evaluate_order_assignment(rows: Iterable[Mapping[str, Any]]) -> dict[str, An
 
     ``panels``: gold panels; ``assigned``: those that got a piece (the rest keep the full caption);
     ``correct``: pieces matching their gold panel at token F1 >= :data:`MATCH_F1`; ``precision`` =
-    correct / assigned, ``coverage`` = correct / panels.
+    correct / assigned, ``coverage`` = correct / panels. ``model``: another panel-boundary model
+    than the shipped one (cross-validation).
     """
-    from pmcflow.enrich.rules import assign_by_order
-
     tally = {k: [0, 0, 0] for k in ("dev", "test", "all")}
     for r in rows:
         gold = r["subcaptions"]
         if len(gold) < 2 or any(g.get("labels_heuristic") for g in gold):
             continue
         for k, g in enumerate(gold):
-            a = assign_by_order(r["caption_reconstructed"], r.get("figure_title"), len(gold), k)
+            a = assign_by_order(r["caption_reconstructed"], r.get("figure_title"), len(gold), k, model=model)
             hit = a is not None and token_f1(normalize_ws(a.text), normalize_ws(str(g["text"]))) >= MATCH_F1
             for key in (split_of(str(r["doi"])), "all"):
                 tally[key][0] += 1
