@@ -909,20 +909,23 @@ LABEL_LESS = " ".join([LABEL_LESS_TITLE, *LABEL_LESS_PANELS])
 
 
 def test_a_label_less_caption_goes_to_subfigures_by_order_only_when_the_counts_agree() -> None:
-    from pmcflow.enrich.rules import assign_by_order
+    from pmcflow.enrich.rules import assign_by_order, order_pieces
 
-    got = [assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, 3, k) for k in range(3)]
+    def by_order(caption: str, title: str | None, n: int | None, k: int) -> object:
+        return assign_by_order(order_pieces(caption, title), n, k)
+
+    got = [by_order(LABEL_LESS, LABEL_LESS_TITLE, 3, k) for k in range(3)]
     assert [a.text for a in got if a] == LABEL_LESS_PANELS
     assert {(a.source, a.reason, a.shared_text) for a in got if a} == {
         ("rules", "reading_order", LABEL_LESS_TITLE)
     }
     # the figure was cut into another number of subfigures: no guess
-    assert assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, 2, 0) is None
-    assert assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, 4, 0) is None
-    assert assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, 3, 3) is None
-    assert assign_by_order(LABEL_LESS, LABEL_LESS_TITLE, None, 0) is None
+    assert by_order(LABEL_LESS, LABEL_LESS_TITLE, 2, 0) is None
+    assert by_order(LABEL_LESS, LABEL_LESS_TITLE, 4, 0) is None
+    assert by_order(LABEL_LESS, LABEL_LESS_TITLE, 3, 3) is None
+    assert by_order(LABEL_LESS, LABEL_LESS_TITLE, None, 0) is None
     # a caption that names labels is aligned by its labels, not by order
-    assert assign_by_order("Lead. (A) Blot of X in cells. (B) Counts of Y.", None, 2, 0) is None
+    assert by_order("Lead. (A) Blot of X in cells. (B) Counts of Y.", None, 2, 0) is None
     # a boundary the model is in doubt about (p = 0.50 before "This figure presents"): no guess,
     # although its 0.5 threshold cuts this body into as many pieces as there are subfigures
     doubtful = (
@@ -933,7 +936,7 @@ def test_a_label_less_caption_goes_to_subfigures_by_order_only_when_the_counts_a
     )
     title = "VAFs of phased somatic mtDNA substitutions."
     assert len(panel_segments(split_caption(doubtful, title))) == 2
-    assert assign_by_order(doubtful, title, 2, 1) is None
+    assert by_order(doubtful, title, 2, 1) is None
 
 
 def test_rules_backend_matches_a_label_less_caption_by_the_letter_or_reading_order() -> None:

@@ -346,13 +346,18 @@ class BoundaryModel:
         else:
             ranked = sorted(range(len(probs)), key=lambda k: (-probs[k], k))
             chosen = sorted(ranked[: n_panels - 1])
-        out: list[tuple[int, int]] = []
-        open_at = spans[0][0]
-        for k in chosen:
-            out.append((open_at, spans[k][1]))
-            open_at = spans[k + 1][0]
-        out.append((open_at, spans[-1][1]))
-        return out
+        return _pieces(spans, chosen)
+
+    def decided_cuts(self, text: str, start: int, margin: float) -> list[tuple[int, int]] | None:
+        """:meth:`cuts` without ``n_panels``, or None when a sentence boundary's probability lies
+        less than ``margin`` from ``threshold`` (the model is in doubt whether a panel ends there)."""
+        spans = sentence_spans(text, start)
+        if len(spans) < 2:
+            return [(spans[0][0], spans[-1][1])] if spans else []
+        probs = [self.probability(f) for f in cut_features(text, spans)]
+        if any(abs(p - self.threshold) < margin for p in probs):
+            return None
+        return _pieces(spans, [k for k, p in enumerate(probs) if p >= self.threshold])
 
     def to_json(self, meta: Mapping[str, Any]) -> str:
         doc = {
@@ -361,6 +366,17 @@ class BoundaryModel:
             "weights": {k: round(v, 6) for k, v in sorted(self.weights.items())},
         }
         return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _pieces(spans: Sequence[tuple[int, int]], chosen: Sequence[int]) -> list[tuple[int, int]]:
+    """The spans between the ``chosen`` cuts (cut ``k`` lies between ``spans[k]`` and ``spans[k + 1]``)."""
+    out: list[tuple[int, int]] = []
+    open_at = spans[0][0]
+    for k in chosen:
+        out.append((open_at, spans[k][1]))
+        open_at = spans[k + 1][0]
+    out.append((open_at, spans[-1][1]))
+    return out
 
 
 @lru_cache(maxsize=1)

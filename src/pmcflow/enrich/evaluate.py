@@ -41,7 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from pmcflow.enrich.boundaries import BoundaryModel
-from pmcflow.enrich.rules import POSITION_LABELS, Segment, assign_by_order, shared_text, split_caption
+from pmcflow.enrich.rules import (
+    POSITION_LABELS,
+    Segment,
+    assign_by_order,
+    order_pieces,
+    shared_text,
+    split_caption,
+)
 from pmcflow.enrich.text import normalize_ws, token_f1
 
 Splitter = Callable[[str, str | None], list[Segment]]
@@ -214,8 +221,9 @@ def evaluate_order_assignment(
         gold = r["subcaptions"]
         if len(gold) < 2 or any(g.get("labels_heuristic") for g in gold):
             continue
+        pieces = order_pieces(r["caption_reconstructed"], r.get("figure_title"), model=model)
         for k, g in enumerate(gold):
-            a = assign_by_order(r["caption_reconstructed"], r.get("figure_title"), len(gold), k, model=model)
+            a = assign_by_order(pieces, len(gold), k)
             hit = a is not None and token_f1(normalize_ws(a.text), normalize_ws(str(g["text"]))) >= MATCH_F1
             for key in (split_of(str(r["doi"])), "all"):
                 tally[key][0] += 1

@@ -1287,40 +1287,41 @@ def assign_detailed(
 ORDER_MARGIN = 0.05
 
 
-def assign_by_order(
-    caption: str,
-    title: str | None,
-    n_panels: int | None,
-    index: int | None,
-    *,
-    model: BoundaryModel | None = None,
-) -> Assignment | None:
-    """The text of one subfigure of a caption that names no panel label, by its place in the figure.
-
-    ``n_panels``: how many subfigures the figure was cut into; ``index``: this subfigure's place
-    among them (0-based: its letter's place in the alphabet when the letter was read on the
-    image, else its reading order). When the panel-boundary model cuts the caption's body
-    (:func:`split_caption` without ``n_panels``) into exactly ``n_panels`` pieces and is decided at
-    every sentence boundary (:data:`ORDER_MARGIN`), the ``index``-th piece describes the subfigure
-    (``source: rules``, reason ``reading_order``; authors describe panels in their order), and the
-    title is its shared text. Otherwise -- the caption names labels, the counts disagree, a
-    boundary is in doubt -- None: a guess would attach one panel's text to another."""
-    if n_panels is None or n_panels < 2 or index is None or not 0 <= index < n_panels:
-        return None
+def order_pieces(caption: str, title: str | None, *, model: BoundaryModel | None = None) -> list[Segment] | None:
+    """The pieces a caption that names no panel label is matched to subfigures with, by order
+    (:func:`assign_by_order`): its title (``shared``, when known) and its body as the
+    panel-boundary model cuts it without ``n_panels`` -- or None when the caption names labels or
+    the model is in doubt at a sentence boundary (:data:`ORDER_MARGIN`)."""
     text, floor, segments = _split_labels(caption, title)
     if not text or any(s.labels for s in segments):
         return None
-    m = model or default_model()
     start = floor if text[:floor].strip() else 0
-    spans = sentence_spans(text, start)
-    probs = [m.probability(f) for f in cut_features(text, spans)] if len(spans) > 1 else []
-    if any(abs(p - m.threshold) < ORDER_MARGIN for p in probs):
+    body = (model or default_model()).decided_cuts(text, start, ORDER_MARGIN)
+    if body is None:
         return None
-    pieces = m.cuts(text, start)
-    if len(pieces) != n_panels:
+    head = [Segment([], text[:start].strip(), shared=True)] if start else []
+    return head + [Segment([], text[a:b]) for a, b in body]
+
+
+def assign_by_order(pieces: Sequence[Segment] | None, n_panels: int | None, index: int | None) -> Assignment | None:
+    """The text of one subfigure of a caption that names no panel label, by its place in the figure.
+
+    ``pieces``: the caption's :func:`order_pieces` (computed once for all the figure's
+    subfigures). ``n_panels``: how many subfigures the figure was cut into; ``index``: this
+    subfigure's place among them (0-based: its letter's place in the alphabet when the letter was
+    read on the image, else its reading order). When the body was cut into exactly ``n_panels``
+    pieces, the ``index``-th describes the subfigure (``source: rules``, reason ``reading_order``;
+    authors describe panels in their order), and the title is its shared text. Otherwise -- no
+    pieces (labels, a boundary in doubt), counts that disagree -- None: a guess would attach one
+    panel's text to another."""
+    if n_panels is None or n_panels < 2 or index is None or not 0 <= index < n_panels:
         return None
-    a, b = pieces[index]
-    return Assignment(text[a:b], "rules", "reading_order", [], text[:start].strip())
+    if pieces is None:
+        return None
+    panels = panel_segments(pieces)
+    if len(panels) != n_panels:
+        return None
+    return Assignment(panels[index].text, "rules", "reading_order", [], shared_text(pieces))
 
 
 def _gap_pieces(segments: Sequence[Segment]) -> dict[str, Segment]:

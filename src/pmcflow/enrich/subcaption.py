@@ -23,6 +23,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 from pmcflow.enrich.llm import Generator, GenRequest, ImageInput, make_generator
@@ -33,6 +34,7 @@ from pmcflow.enrich.rules import (
     assign,
     assign_by_order,
     assign_detailed,
+    order_pieces,
     panel_segments,
     segments_to_json,
     shared_text,
@@ -111,6 +113,14 @@ def _split(req: SubcaptionRequest, cache: dict[tuple[str, str | None], list[Segm
     return cache[ck]
 
 
+@lru_cache(maxsize=256)
+def _order_pieces(caption: str, title: str | None) -> tuple[Segment, ...] | None:
+    """:func:`~pmcflow.enrich.rules.order_pieces` once per caption, not once per subfigure (the
+    subfigures of a figure come together)."""
+    pieces = order_pieces(caption, title)
+    return None if pieces is None else tuple(pieces)
+
+
 def _place(req: SubcaptionRequest) -> int | None:
     """The subfigure's place among its figure's panels: its letter's (a -> 0) when it has one
     that fits the count, else its reading order."""
@@ -127,8 +137,8 @@ def _rules_assignment(
     full = normalize_ws(req.caption)
     if not full:
         return Assignment("", "fallback-full", "empty_caption", [])
-    if not any(s.labels for s in segments):
-        by_order = assign_by_order(req.caption, req.title, req.n_panels, _place(req))
+    if not any(s.labels for s in segments) and req.n_panels is not None:
+        by_order = assign_by_order(_order_pieces(req.caption, req.title), req.n_panels, _place(req))
         if by_order is not None:
             return by_order
     if req.letter is None or not str(req.letter).strip():
