@@ -185,7 +185,7 @@ def _replace_entity_refs(entities: Iterable[etree._Element]) -> None:
 _BLOCK_TAGS = frozenset(
     "p title label caption list list-item def-list def-item term def table thead tbody tfoot tr td th "
     "disp-quote disp-formula disp-formula-group sec statement verse-group verse-line speech "
-    "array boxed-text ref mixed-citation element-citation attrib break tex-math".split()
+    "array boxed-text ref mixed-citation element-citation attrib break".split()
 )
 # Floating objects embedded in a paragraph: their text is not the paragraph's text.
 _SKIP_TAGS = frozenset(
@@ -196,7 +196,7 @@ _SKIP_TAGS = frozenset(
 # boxed-text / disp-quote / statement -> p or title, ...).
 _SLOW_TRIGGERS = (
     "p", "list-item", "def-item", "title", "label", "break", "fig", "table-wrap", "tr",
-    "supplementary-material", "media", "alternatives", "disp-formula", "verse-line",
+    "supplementary-material", "media", "alternatives", "disp-formula", "verse-line", "tex-math",
 )
 _TO_SPACE = str.maketrans({"\n": " ", "\t": " ", "\r": " ", "\xa0": " ", "\u2028": " ", "\u2029": " "})
 
@@ -215,6 +215,28 @@ def _norm(text: str) -> str:
     return text.strip()
 
 
+_TEX_DOCUMENT = re.compile(r"\\begin\{document\}(.*?)\\end\{document\}", re.S)
+
+
+def _tex_body(tex: str) -> str:
+    """The formula of a ``<tex-math>``: PMC wraps it in a whole LaTeX document
+    (``\\documentclass ... \\begin{document}$$x$$\\end{document}``); keep what is between
+    ``\\begin{document}`` and ``\\end{document}``, without its ``$`` delimiters."""
+    m = _TEX_DOCUMENT.search(tex)
+    return (m.group(1) if m else tex).strip().strip("$").strip()
+
+
+def _rendering(alternatives: etree._Element) -> etree._Element | None:
+    """The one rendering of an ``<alternatives>`` whose text is read: MathML (its text is the
+    formula's characters) before TeX markup, else the first child (graphic vs table, ...)."""
+    children = [c for c in alternatives if isinstance(c.tag, str)]
+    for name in ("math", "tex-math"):
+        for c in children:
+            if _local(c.tag) == name:
+                return c
+    return children[0] if children else None
+
+
 def _collect(el: etree._Element, out: list[str]) -> None:
     if el.text:
         out.append(el.text)
@@ -226,12 +248,18 @@ def _collect(el: etree._Element, out: list[str]) -> None:
             out.append(" ")
         elif tag in _SKIP_TAGS:
             out.append(" ")
+        elif tag == "tex-math":  # inline, like the formula it renders
+            out.append(_tex_body(child.text or ""))
         elif tag == "alternatives":
-            first = next(iter(child), None)  # one rendering only (tex-math vs mml:math, ...)
-            if first is not None:
+            chosen = _rendering(child)  # one rendering only (mml:math before tex-math, ...)
+            if chosen is None:
+                pass
+            elif _local(chosen.tag) == "tex-math":
+                out.append(_tex_body(chosen.text or ""))
+            elif chosen.tag in _SKIP_TAGS:
                 out.append(" ")
-                _collect(first, out)
-                out.append(" ")
+            else:
+                _collect(chosen, out)
         elif len(child):
             _collect(child, out)
         elif child.text and isinstance(tag, str):
@@ -268,7 +296,7 @@ def _has_blocks(el: etree._Element) -> bool:
 # Block / float elements that are not themselves paragraphs: their ancestors need the careful walk.
 _MARK_TRIGGERS = (
     "list", "def-list", "disp-quote", "statement", "boxed-text", "speech", "verse-group", "break", "fig",
-    "table-wrap", "array", "supplementary-material", "media", "alternatives", "disp-formula",
+    "table-wrap", "array", "supplementary-material", "media", "alternatives", "disp-formula", "tex-math",
 )
 _MAX_MARK_HITS = 400
 

@@ -286,6 +286,32 @@ def test_graphics_with_alternatives() -> None:
     assert f["graphic_paths"] == ["f1.jpg", "F1-WEB.PNG"]
 
 
+_TEX_DOC = (
+    "\\documentclass[12pt]{minimal} \\usepackage{amsmath} \\usepackage{upgreek} "
+    "\\setlength{\\oddsidemargin}{-69pt} \\begin{document}$${{FWF}}_{{salt}}^{\\prime}$$\\end{document}"
+)
+
+
+def test_formula_alternatives_read_as_the_formula_not_a_latex_preamble() -> None:
+    # the shape of Springer Nature / Europe PMC captions: <alternatives> with the TeX rendering
+    # (a whole LaTeX document) first, MathML second -- read the MathML, never the preamble
+    mml = (
+        '<mml:math xmlns:mml="http://www.w3.org/1998/Math/MathML"><mml:msubsup><mml:mi>FWF</mml:mi>'
+        "<mml:mi>salt</mml:mi><mml:mo>′</mml:mo></mml:msubsup></mml:math>"
+    )
+    cap = (
+        f'<p>Comparison across the section. a <inline-formula><alternatives><tex-math id="M1">{_TEX_DOC}'
+        f'</tex-math>{mml}<inline-graphic xlink:href="x.gif"/></alternatives></inline-formula>. '
+        f'b <inline-formula><tex-math id="M2">{_TEX_DOC}</tex-math></inline-formula>. c Both.</p>'
+    )
+    body = f'<fig id="f1"><label>Fig. 9</label><caption>{cap}</caption><graphic xlink:href="f9"/></fig>'
+    f = parse_bytes(_article(body)).figures[0]
+    assert f["caption"] == (
+        "Comparison across the section. a FWFsalt′. b {{FWF}}_{{salt}}^{\\prime}. c Both."
+    )
+    assert "documentclass" not in f["caption"]
+
+
 # --------------------------------------------------------------------------------------
 # Media resolution
 # --------------------------------------------------------------------------------------
