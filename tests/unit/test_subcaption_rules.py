@@ -260,6 +260,35 @@ def test_assign_no_labels() -> None:
             id="two-bare-upper-letters",
         ),
         pytest.param(
+            # Nature-family grid captions: a bare list names a row and a column of panels at once
+            "Ocean section. a–c Control. d–f Anomalies. a, d Salinity. b, e Temperature. c, f Density (σ0).",
+            [
+                (["a", "b", "c"], "a–c Control."),
+                (["d", "e", "f"], "d–f Anomalies."),
+                (["a", "d"], "a, d Salinity."),
+                (["b", "e"], "b, e Temperature."),
+                (["c", "f"], "c, f Density (σ0)."),
+            ],
+            id="bare-lists-of-grid-panels",
+        ),
+        pytest.param(
+            "Records. a Climate to 400 kyr. b Climate to 800 kyr. c, j Ice-rafted debris. d, k Benthic δ13C. "
+            "e, l Sea level.",
+            [
+                (["a"], "a Climate to 400 kyr."),
+                (["b"], "b Climate to 800 kyr."),
+                (["c", "j"], "c, j Ice-rafted debris."),
+                (["d", "k"], "d, k Benthic δ13C."),
+                (["e", "l"], "e, l Sea level."),
+            ],
+            id="bare-lists-interleaved",
+        ),
+        pytest.param(
+            "Braincase slices. A, slice YZ 386; B, slice YZ 637; C, as B, but through the pillar.",
+            [(["a"], "A, slice YZ 386;"), (["b"], "B, slice YZ 637;"), (["c"], "C, as B, but through the pillar.")],
+            id="comma-label-before-a-word-list",
+        ),
+        pytest.param(
             "Cell growth. (a.) Control cells. (b.) Treated cells.",
             [(["a"], "(a.) Control cells."), (["b"], "(b.) Treated cells.")],
             id="dotted-in-brackets",

@@ -405,6 +405,8 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         add(m.start(), m.end(), "bare_lc", m.group(1), True)
     for regex, style in styles:
         for m in regex.finditer(text):
+            if style == "comma" and _bare_list_at(text, m):
+                continue  # "a, d Salinity. b, e …": a list of two panels, not "a, dorsal view"
             kind = _boundary_kind(text, m.start(), floor)
             if style == "dot" and text[m.end() - 1] == "." and not _dot_followed_ok(text, m.end()):
                 continue  # "E. coli"; a colon label may open lower case ("A: the region in green")
@@ -428,6 +430,16 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     if scale is not None:  # "(0: Major worsening; 1: Moderate worsening; 2: …)": a scale, not panels
         found = {k: c for k, c in found.items() if c.family != "digit" or c.start < scale.start()}
     return sorted(found.values(), key=lambda c: (c.start, -c.weight))
+
+
+def _bare_list_at(text: str, comma: re.Match[str]) -> bool:
+    """A "comma" marker ("a,") whose comma only separates it from more labels read as one bare
+    list before a capitalised word: "a, d Salinity. b, e Potential temperature." (the grid
+    captions of Nature-family journals: one description for the panels of a row or column)."""
+    m = _RE_BARE.match(text, comma.start())
+    if m is None or m.end(1) <= comma.end(1):
+        return False
+    return any(len(ords) > 1 for _, ords, _ in _expand(m.group(1)))  # not "A, slice YZ 386"
 
 
 # a panel named where its description says what it shows: "The dot blots in B depict …", "The
