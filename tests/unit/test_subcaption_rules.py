@@ -284,6 +284,23 @@ def test_assign_no_labels() -> None:
             id="bare-lists-interleaved",
         ),
         pytest.param(
+            "Water masses. a Probability map. b Same as a for inflows. c Temperature (°C), d absolute "
+            "salinity (g kg−1), and e age (days). The medium term (until 2300).",
+            [
+                (["a"], "a Probability map."),
+                (["b"], "b Same as a for inflows."),
+                (["c"], "c Temperature (°C),"),
+                (["d"], "d absolute salinity (g kg−1), and"),
+                (["e"], "e age (days). The medium term (until 2300)."),
+            ],
+            id="bare-lower-letters-listed-in-a-sentence",
+        ),
+        pytest.param(
+            "Venn diagram. (a) A network. (b) Intersections: a is the families in A, c is the families in C.",
+            [(["a"], "(a) A network."), (["b"], "(b) Intersections: a is the families in A, c is the families in C.")],
+            id="listed-letter-that-is-a-variable",
+        ),
+        pytest.param(
             "Braincase slices. A, slice YZ 386; B, slice YZ 637; C, as B, but through the pillar.",
             [(["a"], "A, slice YZ 386;"), (["b"], "B, slice YZ 637;"), (["c"], "C, as B, but through the pillar.")],
             id="comma-label-before-a-word-list",

@@ -424,6 +424,10 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         if text[m.end() - 1] == "." and not _dot_followed_ok(text, m.end()):
             continue
         add(m.start(), m.end(), style, m.group(1), False)
+    for m in _RE_LISTED_BARE.finditer(text, floor):
+        # "c Peak temperature, d long-term stabilisation …, and e duration …": Nature-style panels
+        # listed inside one sentence; for gap filling and the tail only (exact continuations)
+        add(m.start(), m.end(), "bare_lc", m.group(1), False)
     for m in _RE_REFERENCE.finditer(text, floor):
         add(m.start(1), m.end(1), "inline", m.group(1), False)
     scale = _RE_SCALE_ZERO.search(text, floor)
@@ -463,6 +467,12 @@ def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
     return False
 
 
+# a lower-case letter (not the article "a", nor "i") listed after ", " / "; " / "and " before the
+# words of its description ("…, d absolute salinity (g kg−1), e potential density …")
+_RE_LISTED_BARE = re.compile(
+    r"(?:(?<=, )|(?<=; )|(?<=\band ))([b-hj-z])"
+    r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(])"
+)
 _RE_LISTED_MARKER = re.compile(rf"(?<=, )({_LIST_DOT})(?:\s?[.:](?![\w.])|\)(?=\s))")
 # the first item of a numbered scale: "0:", "0)", "(0)" (panels are numbered from 1)
 _RE_SCALE_ZERO = re.compile(r"(?:(?<=[\s(\[;,])|^)(?:0\s?[:)]|\(0\))(?=\s)")
