@@ -241,31 +241,30 @@ def _collect(el: etree._Element, out: list[str]) -> None:
     if el.text:
         out.append(el.text)
     for child in el:
-        tag = child.tag
-        if tag in _BLOCK_TAGS:
-            out.append(" ")
-            _collect(child, out)
-            out.append(" ")
-        elif tag in _SKIP_TAGS:
-            out.append(" ")
-        elif tag == "tex-math":  # inline, like the formula it renders
-            out.append(_tex_body(child.text or ""))
-        elif tag == "alternatives":
-            chosen = _rendering(child)  # one rendering only (mml:math before tex-math, ...)
-            if chosen is None:
-                pass
-            elif _local(chosen.tag) == "tex-math":
-                out.append(_tex_body(chosen.text or ""))
-            elif chosen.tag in _SKIP_TAGS:
-                out.append(" ")
-            else:
-                _collect(chosen, out)
-        elif len(child):
-            _collect(child, out)
-        elif child.text and isinstance(tag, str):
-            out.append(child.text)
+        _collect_element(child, out)
         if child.tail:
             out.append(child.tail)
+
+
+def _collect_element(el: etree._Element, out: list[str]) -> None:
+    """The text one child element adds to its parent's (its tail aside)."""
+    tag = el.tag
+    if tag in _BLOCK_TAGS:
+        out.append(" ")
+        _collect(el, out)
+        out.append(" ")
+    elif tag in _SKIP_TAGS:
+        out.append(" ")
+    elif tag == "tex-math":  # inline, like the formula it renders
+        out.append(_tex_body(el.text or ""))
+    elif tag == "alternatives":
+        chosen = _rendering(el)  # one rendering only (mml:math before tex-math, ...)
+        if chosen is not None:
+            _collect_element(chosen, out)
+    elif len(el):
+        _collect(el, out)
+    elif el.text and isinstance(tag, str):
+        out.append(el.text)
 
 
 def text_of(el: etree._Element | None, marks: _SlowMarks | None = None) -> str:
