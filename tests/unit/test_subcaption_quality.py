@@ -151,8 +151,11 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     # Two rules were then tuned on its dev split (grid lists "a, d Salinity", letters listed in a
     # sentence "…, d absolute salinity, and e age")
     res = evaluate_labelwise(load_rows(PUBLISHERS_SET))
-    assert res["dev"]["label_set_accuracy"] >= 0.93 and res["dev"]["matched_at_0_9"] >= 0.88, res["dev"]
-    assert res["test"]["label_set_accuracy"] >= 0.91 and res["test"]["matched_at_0_9"] >= 0.76, res["test"]
+    # Then three more (bare lists of letters opening a sentence, "b, c, d Spatial patterns …"; a lone
+    # "a Foo" opening one; letters the caption calls letters, "Different letters (a–c) indicate …"
+    # are none): dev 0.956 / 0.904, test 0.923 / 0.784
+    assert res["dev"]["label_set_accuracy"] >= 0.95 and res["dev"]["matched_at_0_9"] >= 0.90, res["dev"]
+    assert res["test"]["label_set_accuracy"] >= 0.92 and res["test"]["matched_at_0_9"] >= 0.78, res["test"]
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.15
         assert res[split]["matched_at_0_9"] > res[split]["regex_baseline"]["matched_at_0_9"] + 0.25
@@ -160,8 +163,8 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     # the four PMC-style sets pooled (1,577 captions), split by article
     pooled = [*pmc_rows, *plos_rows, *load_rows(ELIFE_SET), *load_rows(PUBLISHERS_SET)]
     res = evaluate_labelwise(pooled, include_baseline=False)
-    assert res["all"]["label_set_accuracy"] >= 0.945 and res["all"]["matched_at_0_9"] >= 0.90, res["all"]
-    assert res["test"]["label_set_accuracy"] >= 0.93 and res["test"]["matched_at_0_9"] >= 0.86, res["test"]
+    assert res["all"]["label_set_accuracy"] >= 0.95 and res["all"]["matched_at_0_9"] >= 0.905, res["all"]
+    assert res["test"]["label_set_accuracy"] >= 0.93 and res["test"]["matched_at_0_9"] >= 0.865, res["test"]
 
 
 def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
@@ -175,9 +178,11 @@ def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
     # segments that hold such a panel (80.6 % before)
     assert res["all"]["matched_at_0_9"] >= 0.825
     assert res["all"]["matched_at_0_9"] > res["all"]["no_split"]["matched_at_0_9"] + 0.5
-    # with the number of panels known (the pipeline knows its subfigures)
+    # with the number of panels known (the pipeline knows its subfigures). 0.851 before bare lists
+    # of letters ("B-C PBMC cells …") counted as markers: one legend that lost its single-letter
+    # markers is now read by its two ranges and no longer cut by count alone (0.847)
     hinted = evaluate_splitter(rows, panels_hint=True, include_baseline=False)
-    assert hinted["all"]["matched_at_0_9"] >= 0.85 and hinted["test"]["matched_at_0_9"] >= 0.94
+    assert hinted["all"]["matched_at_0_9"] >= 0.845 and hinted["test"]["matched_at_0_9"] >= 0.94
 
 
 def test_label_less_legends_go_to_subfigures_by_order_with_few_mistakes(rows: list[dict]) -> None:

@@ -296,6 +296,33 @@ def test_assign_no_labels() -> None:
             id="bare-lower-letters-listed-in-a-sentence",
         ),
         pytest.param(
+            "Lagrangian trajectories. a Randomly selected trajectories following Arctic outflow and b Atlantic "
+            "inflow. The pathways are marked with different colors.",
+            [
+                (["a"], "a Randomly selected trajectories following Arctic outflow and"),
+                (["b"], "b Atlantic inflow. The pathways are marked with different colors."),
+            ],
+            id="lone-bare-a-opening-a-sentence-with-listed-b",
+        ),
+        pytest.param(
+            "As Fig. 2, but for JJA. b, c, d Spatial patterns of 200 hPa zonal wind, precipitation, and 700 hPa "
+            "zonal wind in JJA.",
+            [(["b", "c", "d"], "b, c, d Spatial patterns of 200 hPa zonal wind, precipitation, and 700 hPa zonal wind in JJA.")],
+            id="lone-bare-list-of-panels",
+        ),
+        pytest.param(
+            "Plateau warming. a–h Decomposition of a temperature difference into processes due to b surface "
+            "albedo, c water vapor, and d cloud.",
+            [
+                (
+                    ["a", "b", "c", "d", "e", "f", "g", "h"],
+                    "a–h Decomposition of a temperature difference into processes due to b surface albedo, c water "
+                    "vapor, and d cloud.",
+                )
+            ],
+            id="lone-bare-range-of-panels",
+        ),
+        pytest.param(
             "Venn diagram. (a) A network. (b) Intersections: a is the families in A, c is the families in C.",
             [(["a"], "(a) A network."), (["b"], "(b) Intersections: a is the families in A, c is the families in C.")],
             id="listed-letter-that-is-a-variable",
@@ -483,10 +510,48 @@ def test_scales_and_species_lists_are_not_labels(caption: str) -> None:
         "Phylogenetic tree of isolates. Bootstrap values (1000 replicates). Segments IX–X are shown.",
         "Overview of the cohort. A total of 120 patients were included. B cells were not counted.",
         "Kinetics of uptake (2–4 h) at 37 °C in medium (1 mg/ml).",
+        # letters the caption calls letters: significance groups and names of places in the image
+        # (MDPI Molecules 10.3390/molecules26133814 figure 1, PLOS ONE 10.1371/journal.pone.0070598
+        # figure 2, both CC BY)
+        "Dry matter content (%) of nine species. Different letters (a–c) indicate significant differences "
+        "between means at p ≤ 0.0001.",
+        "Residence time of Mälaren. Lake basins are identified by letters (A–F), with lake sites (white diamonds).",
+        # eLife 10.7554/eLife.04490 figure 13 (CC BY)
+        "Transcript levels. a,b Different letters indicate significant differences (p < 0.01) in Tukey HSD tests.",
     ],
 )
 def test_things_that_are_not_labels(caption: str) -> None:
     assert labelled(caption) == []
+
+
+def test_a_caption_that_lost_markers_has_its_labelled_segments_cut_too() -> None:
+    # EMBO Mol Med 10.15252/emmm.202012834 figure 5 (CC BY 4.0) as SourceData extracted it: the
+    # single-letter markers were lost, the ranges "B-C" and "G-H" kept. The first label is B, so the
+    # text lost markers: the B-C segment is cut where the panel-boundary model sees a new panel.
+    caption = (
+        "CD69 expression in CD3+ T cells upon stimulation with P/I for 12 h. B-C PBMC cells with shNC, shNF45 "
+        "or shNF90 lentivirus infection were stimulated with P/I for 12h, then the freshly replaced medium "
+        "without P/I after another 24 h culture was harvested for IL-2 and IFN-γ detections by ELISA.(n=3) The "
+        "proliferation of shNC, shNF45 or shNF90-infected PBMCs was monitored using a CCK-8 assay. (n = 3) "
+        "Confocal images to show the subcellular localization of NFATc2 in CD3+ T cells treated with P/I and "
+        "FK506 or CX5461. Scale bar, 10 μm."
+    )
+    segments = split_caption(caption)
+    bc = [s for s in segments if s.labels == ["b", "c"]]
+    assert len(bc) == 1 and bc[0].text.startswith("B-C PBMC cells") and "Confocal" not in bc[0].text
+    assert any(not s.labels and s.text.startswith("Confocal images") for s in segments)
+    assert " ".join(s.text for s in segments) == caption
+
+
+def test_a_list_closing_a_bracket_opens_no_segment() -> None:
+    # "(c, h–j)": "h–j)" is the end of the bracket, not a marker listed after a comma
+    caption = (
+        "Sea level pressure. a, b, d–g Pressure anomalies per decade. The contours in (c, h–j) indicate the "
+        "total AMOC."
+    )
+    segments = split_caption(caption)
+    assert not any(s.text.startswith("h–j)") for s in segments)
+    assert segments[1].labels[:6] == ["a", "b", "d", "e", "f", "g"]
 
 
 def test_shared_text_is_kept_apart_from_panel_text() -> None:

@@ -158,10 +158,14 @@ STYLE_WEIGHT: dict[str, float] = {
     "comma": 2.0,
     "bare": 1.25,
     "bare_lc": 1.0,  # bare label before a lower-case word: "a corresponding view", "A segments IX–X"
+    # a bare list of letters opening a sentence before a capitalised word: "b, c, d Spatial
+    # patterns …", "a–h Decomposition of …", "B–G Model calibration …" (one marker, several panels)
+    "bare_list": 2.5,
     "inline": 1.5,
     "position": 1.0,
 }
-STRONG_STYLES = frozenset({"paren", "close", "dot"})
+STRONG_STYLES = frozenset({"paren", "close", "dot", "bare_list"})
+_BARE_STYLES = frozenset({"bare", "bare_lc", "bare_list"})
 FAMILY_PENALTY: dict[str, float] = {
     "upper": 0.0,
     "lower": 0.0,
@@ -370,6 +374,8 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
                 continue
             if style == "inline" and _has_upper_roman_sub(list_text):
                 continue  # "(CI)", "(KI)" inside a sentence: abbreviations
+            if style == "bare" and at_boundary and len(ords) > 1 and fam in ("upper", "lower"):
+                style = "bare_list"
             w = _weight(style, fam, ords)
             key = (start, fam, style, ords)  # a bracketed range "(B)–(F)" beside its "(B)"
             if key not in found:
@@ -379,10 +385,15 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     paren_starts: set[int] = set()
     for m in _RE_PAREN_RANGE.finditer(text):  # "(a)–(d)": one marker for a to d
         kind = _boundary_kind(text, m.start(), floor)
+        if kind is None and _names_letters(text, m.start()):
+            continue
         if add(m.start(), m.end(), "paren" if kind else "inline", f"{m.group(1)}–{m.group(2)}", kind is not None):
             paren_starts.add(m.start())
     for m in _RE_PAREN.finditer(text):
         kind = _boundary_kind(text, m.start(), floor)
+        if kind is None and _names_letters(text, m.start()):
+            paren_starts.add(m.start())  # "Different letters (a–c) indicate …": not panels, not a note
+            continue
         if add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None):
             paren_starts.add(m.start())  # "(H, arrow)" reads as no list ("arrow" is no label): a note
     for m in _RE_PAREN_NOTE.finditer(text):
@@ -405,6 +416,8 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         add(m.start(), m.end(), "bare_lc", m.group(1), True)
     for regex, style in styles:
         for m in regex.finditer(text):
+            if style == "bare" and _names_letters(text, m.start(), m.end()):
+                continue  # "a,b Different letters indicate …"
             if style == "comma" and _bare_list_at(text, m):
                 continue  # "a, d Salinity. b, e …": a list of two panels, not "a, dorsal view"
             kind = _boundary_kind(text, m.start(), floor)
@@ -423,6 +436,8 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         style = "close" if m.group(0).endswith(")") else "dot"
         if text[m.end() - 1] == "." and not _dot_followed_ok(text, m.end()):
             continue
+        if style == "close" and _closes_open_bracket(text, m.start(), floor):
+            continue  # "(c, h–j) indicate": the end of a bracketed list, not "h–j) …"
         add(m.start(), m.end(), style, m.group(1), False)
     for m in _RE_LISTED_BARE.finditer(text, floor):
         # "c Peak temperature, d long-term stabilisation …, and e duration …": Nature-style panels
@@ -452,6 +467,24 @@ _RE_REFERENCE = re.compile(
     r"(?<=\b(?:in|of) )(?:panels? )?([A-Z](?:(?:, | and |[-–])[A-Z])*) (?=(?:show|depict|summari[sz]e|"
     r"illustrate|display|present|compare|represent|indicate)s?\b)"
 )
+
+
+# letters that name things in the image, not panels: "Different letters (a–c) indicate significant
+# differences", "Lake basins are identified by letters (A–F)", "letters above the bars (a, b)"
+_RE_LETTERS_BEFORE = re.compile(r"(?i)\bletter(?:s|ed|ing)?(?:\s+[\w-]+){0,2}\s*$")
+LETTERS_CONTEXT_CHARS = 40  # how far back "letters" may stand before the bracket
+
+
+# … or right after them: "a,b Different letters indicate significant differences"
+_RE_LETTERS_AFTER = re.compile(r"(?i)\s+(?:[\w-]+\s+)?letters?\b")
+
+
+def _names_letters(text: str, pos: int, end: int | None = None) -> bool:
+    """The letters at ``pos`` (a bracket; a bare list ending at ``end``) are what the sentence calls
+    letters (see _RE_LETTERS_BEFORE, _RE_LETTERS_AFTER), not panel labels."""
+    if _RE_LETTERS_BEFORE.search(text[max(0, pos - LETTERS_CONTEXT_CHARS) : pos]) is not None:
+        return True
+    return end is not None and _RE_LETTERS_AFTER.match(text, end) is not None
 
 
 def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
@@ -549,7 +582,7 @@ def _switch_cost(a: str, b: str) -> float:
         return 0.0
     if {a, b} <= {"paren", "inline"}:
         return 0.25
-    if {a, b} <= {"bare", "bare_lc"}:
+    if {a, b} <= _BARE_STYLES:
         return 0.0
     return SWITCH_PENALTY
 
@@ -718,8 +751,10 @@ def _acceptable(chain: Sequence[_Candidate]) -> bool:
         return False
     if len(chain) == 1:
         c = chain[0]
+        if c.style == "bare" and c.family == "lower" and c.ords[0] == SUB:
+            return True  # "Title. a Randomly selected trajectories …": no sentence opens with "a Foo"
         return c.style in STRONG_STYLES or (c.style == "inline" and len(c.ords) >= 2 and c.family != "digit")
-    bare = all(c.style in ("bare", "bare_lc") for c in chain)
+    bare = all(c.style in _BARE_STYLES for c in chain)
     if bare and chain[0].family != "lower" and len(chain) < 3:
         # "A Western blot … B-cell counts …": two upper-case bare letters count only as "A … B …",
         # each opening a sentence with its own description
@@ -1091,7 +1126,7 @@ def _letter_ordinals(labels: Sequence[str]) -> list[int] | None:
     return [ord(x) - 96 for x in labels]
 
 
-def _loses_panels(seg: Segment, nxt: Segment | None) -> bool:
+def _loses_panels(seg: Segment, nxt: Segment | None, lossy: bool = False) -> bool:
     """Whether ``seg``'s text likely holds a panel whose label the text lost: its label sits
     after its phrase ("Changes in X are inversely related (C), …": the sentence is that panel's, what
     follows may be the next one's), it names a place rather than a panel ("Right: …"), or the next
@@ -1103,8 +1138,16 @@ def _loses_panels(seg: Segment, nxt: Segment | None) -> bool:
         return False  # roman numerals, digits: their markers lead ("ii. …", "3) …")
     if not _RE_LEADING_LABEL.match(seg.text):
         return True
+    if lossy:
+        return True
     there = _letter_ordinals(nxt.labels) if nxt is not None else None
     return there is not None and min(there) - max(here) > 1
+
+
+def _skips_letters(segments: Sequence[Segment]) -> bool:
+    """The caption's letter labels skip some ("B–C … G–H …", first label "B"): its text lost markers."""
+    seen = sorted({o for s in segments for o in (_letter_ordinals(s.labels) or [])})
+    return bool(seen) and (seen[0] > 1 or any(b - a > 1 for a, b in zip(seen, seen[1:], strict=False)))
 
 
 def _cut_lost_panels(segments: Sequence[Segment], model: BoundaryModel | None) -> list[Segment]:
@@ -1115,9 +1158,10 @@ def _cut_lost_panels(segments: Sequence[Segment], model: BoundaryModel | None) -
     m = model or default_model()
     labelled = [k for k, s in enumerate(segments) if s.labels]
     next_labelled = dict(zip(labelled, [segments[j] for j in labelled[1:]], strict=False))
+    lossy = _skips_letters(segments)
     out: list[Segment] = []
     for k, seg in enumerate(segments):
-        if not seg.labels or not _loses_panels(seg, next_labelled.get(k)):
+        if not seg.labels or not _loses_panels(seg, next_labelled.get(k), lossy):
             out.append(seg)
             continue
         text = seg.text
