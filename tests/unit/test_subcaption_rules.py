@@ -323,6 +323,27 @@ def test_assign_no_labels() -> None:
             id="lone-bare-range-of-panels",
         ),
         pytest.param(
+            "In panels (A) through (D), the strength of the AMOC is shown before and after collapse. In panels "
+            "(E) through (H) the surface temperature is shown at the same points.",
+            [
+                (["a", "b", "c", "d"], "In panels (A) through (D), the strength of the AMOC is shown before and after collapse."),
+                (["e", "f", "g", "h"], "In panels (E) through (H) the surface temperature is shown at the same points."),
+            ],
+            id="bracketed-range-with-through",
+        ),
+        pytest.param(
+            "Records. a Climate to 400 kyr. b Climate to 800 kyr. c, f Ice-rafted debris. d, g SST at Site "
+            "U1542 (this study). e Mg/Ca-derived SST from the Southwest Pacific.",
+            [
+                (["a"], "a Climate to 400 kyr."),
+                (["b"], "b Climate to 800 kyr."),
+                (["c", "f"], "c, f Ice-rafted debris."),
+                (["d", "g"], "d, g SST at Site U1542 (this study)."),
+                (["e"], "e Mg/Ca-derived SST from the Southwest Pacific."),
+            ],
+            id="grid-row-panel-between-rows-and-columns",
+        ),
+        pytest.param(
             "Venn diagram. (a) A network. (b) Intersections: a is the families in A, c is the families in C.",
             [(["a"], "(a) A network."), (["b"], "(b) Intersections: a is the families in A, c is the families in C.")],
             id="listed-letter-that-is-a-variable",
@@ -541,6 +562,16 @@ def test_a_caption_that_lost_markers_has_its_labelled_segments_cut_too() -> None
     assert len(bc) == 1 and bc[0].text.startswith("B-C PBMC cells") and "Confocal" not in bc[0].text
     assert any(not s.labels and s.text.startswith("Confocal images") for s in segments)
     assert " ".join(s.text for s in segments) == caption
+
+
+def test_a_comma_label_does_not_split_a_bracketed_list() -> None:
+    # "(…; d, h)" lists panels d and h; "d," is no marker of its own before "h)"
+    caption = (
+        "Water properties. A section of salinity (psu; a, e), potential temperature (°C; b, f), potential "
+        "density (kg m−3; c, g) and zonal velocity (m s−1; d, h). a–d Control simulation. e–h Anomalies."
+    )
+    with_d = [s.labels for s in split_caption(caption) if "d" in s.labels]
+    assert with_d and all("h" in labels for labels in with_d[:1])
 
 
 def test_a_list_closing_a_bracket_opens_no_segment() -> None:

@@ -78,8 +78,8 @@ class Segment:
 # a sub-panel label: "A1", "b2", "A′", "Aii", "AI" (a roman numeral after the panel letter)
 _SUB_ATOM = r"[A-Za-z](?:\d{1,2}|[′’']{1,2}|i{1,3}|iv)|[A-Z]I{1,3}"
 _ATOM = rf"(?:[A-Za-z]{{1,5}}|\d{{1,2}}|{_SUB_ATOM})(?![A-Za-z0-9'′’])"
-_SEP = r"(?:\s*[-–—‐‑−]\s*|\s*,?\s*(?:and|to|&)\s+|\s*,\s*)"
-_SEP_DOT = r"(?:\.?\s*[-–—‐‑−]\s*|\.?\s*,?\s*(?:and|to|&)\s+|\.?\s*,\s*)"
+_SEP = r"(?:\s*[-–—‐‑−]\s*|\s*,?\s*(?:and|to|through|&)\s+|\s*,\s*)"
+_SEP_DOT = r"(?:\.?\s*[-–—‐‑−]\s*|\.?\s*,?\s*(?:and|to|through|&)\s+|\.?\s*,\s*)"
 _SEP_PAREN = rf"(?:{_SEP}|\s*/\s*)"  # inside brackets "A/B" is a list too
 _LIST = rf"{_ATOM}(?:{_SEP}{_ATOM}){{0,8}}"
 _LIST_DOT = rf"{_ATOM}(?:{_SEP_DOT}{_ATOM}){{0,8}}"
@@ -87,7 +87,9 @@ _LIST_PAREN = rf"{_ATOM}(?:{_SEP_PAREN}{_ATOM}){{0,8}}"
 _NO_WORD_BEFORE = r"(?<![\w'’′.\-/])"
 
 _RE_PAREN = re.compile(rf"[(\[]\s*({_LIST_PAREN})\.?\s*[)\]]")
-_RE_PAREN_RANGE = re.compile(rf"[(\[]\s*({_ATOM})\s*[)\]]\s*[-–—‐‑−]\s*[(\[]\s*({_ATOM})\s*[)\]]")
+_RE_PAREN_RANGE = re.compile(
+    rf"[(\[]\s*({_ATOM})\s*[)\]](?:\s*[-–—‐‑−]\s*|\s+(?:to|through)\s+)[(\[]\s*({_ATOM})\s*[)\]]"
+)
 # a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
 _RE_PAREN_NOTE = re.compile(rf"[(\[]\s*({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
 # "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
@@ -118,7 +120,7 @@ _RE_POSITION = re.compile(
 )
 _RE_LIST_TOKEN = re.compile(rf"(?:{_SUB_ATOM})(?![A-Za-z0-9])|[A-Za-z]+|\d+|[-–—‐‑−]|[,&/]")
 _RE_SUB_ATOM = re.compile(_SUB_ATOM)
-_RANGE_WORDS = frozenset({"-", "–", "—", "‐", "‑", "−", "to"})
+_RANGE_WORDS = frozenset({"-", "–", "—", "‐", "‑", "−", "to", "through"})
 _LIST_WORDS = frozenset({",", "&", "and", "/"})
 _SENTENCE_PUNCT = ";:!?。；：！？"
 _RE_WORD = re.compile(r" *([^\W_]+)")
@@ -249,15 +251,17 @@ def _is_next(last: int, nxt: int) -> bool:
     return _top(nxt) == _top(last) + 1 and nxt % SUB in (0, 1)
 
 
-def _follows(prev: Sequence[int], nxt: Sequence[int]) -> bool:
+def _follows(prev: Sequence[int], nxt: Sequence[int], leading: bool = False) -> bool:
     """May a marker with ordinals ``nxt`` come after one with ``prev`` in a chain?
 
     Increasing ("(A) … (B)", "A1 … A2 … B"), or interleaved lists ("A,C … B,D": later start,
-    later end, no shared label).
+    later end, no shared label). A ``leading`` marker (one that opens its sentence) may also end
+    earlier, a grid caption's panel of one row between two of rows and columns ("g, n SST …. h
+    Mg/Ca-derived SST …. i, o Antarctic …"); a mid-sentence one may not ("The scale bar in (I)").
     """
     if prev[-1] < nxt[0]:
         return True
-    return nxt[0] > prev[0] and nxt[-1] > prev[-1] and not set(prev) & set(nxt)
+    return nxt[0] > prev[0] and (leading or nxt[-1] > prev[-1]) and not set(prev) & set(nxt)
 
 
 def _expand(list_text: str) -> list[tuple[str, tuple[int, ...], tuple[str, ...]]]:
@@ -455,10 +459,11 @@ def _bare_list_at(text: str, comma: re.Match[str]) -> bool:
     """A "comma" marker ("a,") whose comma only separates it from more labels read as one bare
     list before a capitalised word: "a, d Salinity. b, e Potential temperature." (the grid
     captions of Nature-family journals: one description for the panels of a row or column)."""
-    m = _RE_BARE.match(text, comma.start())
-    if m is None or m.end(1) <= comma.end(1):
-        return False
-    return any(len(ords) > 1 for _, ords, _ in _expand(m.group(1)))  # not "A, slice YZ 386"
+    for regex in (_RE_BARE, _RE_CLOSE):  # also "(…; d, h)": the list "d, h)", not "d," before "h)"
+        m = regex.match(text, comma.start())
+        if m is not None and m.end(1) > comma.end(1) and any(len(ords) > 1 for _, ords, _ in _expand(m.group(1))):
+            return True  # not "A, slice YZ 386"
+    return False
 
 
 # a panel named where its description says what it shows: "The dot blots in B depict …", "The
@@ -616,7 +621,7 @@ def _family_chains(cands: Sequence[_Candidate]) -> dict[str, tuple[float, list[_
             s_best = c.weight - START_PENALTY * (_top(first) - 1)
             b_best = -1
             for (prev_ords, style), (s_prev, j) in table.items():
-                if not _follows(prev_ords, c.ords):
+                if not _follows(prev_ords, c.ords, c.at_boundary and c.style != "inline"):
                     continue
                 gap = _gap(prev_ords[-1], first)
                 sc = s_prev + c.weight - GAP_PENALTY * gap - _switch_cost(style, c.style)
