@@ -539,6 +539,8 @@ def test_scales_and_species_lists_are_not_labels(caption: str) -> None:
         "Residence time of Mälaren. Lake basins are identified by letters (A–F), with lake sites (white diamonds).",
         # eLife 10.7554/eLife.04490 figure 13 (CC BY)
         "Transcript levels. a,b Different letters indicate significant differences (p < 0.01) in Tukey HSD tests.",
+        # after a colon a sentence may go on with the article "a" before a name
+        "Vector design. Schematic: a Cre-dependent AAV vector was injected into the striatum.",
     ],
 )
 def test_things_that_are_not_labels(caption: str) -> None:

@@ -200,6 +200,7 @@ class _Candidate:
     labels: tuple[str, ...]
     weight: float = field(compare=False)
     at_boundary: bool = True
+    after_period: bool = field(default=False, compare=False)  # opens the text or follows a "."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,7 +367,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     """
     found: dict[tuple[int, str, str, tuple[int, ...]], _Candidate] = {}
 
-    def add(start: int, end: int, style: str, list_text: str, at_boundary: bool) -> bool:
+    def add(start: int, end: int, style: str, list_text: str, at_boundary: bool, after_period: bool = False) -> bool:
         """Record the readings of one marker; False when its text reads as no label list."""
         readings = _expand(list_text)
         for fam, ords, labels in readings:
@@ -383,7 +384,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             w = _weight(style, fam, ords)
             key = (start, fam, style, ords)  # a bracketed range "(B)–(F)" beside its "(B)"
             if key not in found:
-                found[key] = _Candidate(start, end, style, fam, ords, labels, w, at_boundary)
+                found[key] = _Candidate(start, end, style, fam, ords, labels, w, at_boundary, after_period)
         return bool(readings)
 
     paren_starts: set[int] = set()
@@ -433,7 +434,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
                 continue
-            add(m.start(), m.end(), style, m.group(1), True)
+            add(m.start(), m.end(), style, m.group(1), True, kind == "start" or text[: m.start()].rstrip().endswith("."))
     for m in _RE_LISTED_MARKER.finditer(text, floor):
         # "A. Reference, B. Mild asthma, C. …": listed after a comma, for gap filling and the tail
         # (a pass of its own: the lists above may have swallowed the word before the comma)
@@ -756,8 +757,10 @@ def _acceptable(chain: Sequence[_Candidate]) -> bool:
         return False
     if len(chain) == 1:
         c = chain[0]
-        if c.style == "bare" and c.family == "lower" and c.ords[0] == SUB:
-            return True  # "Title. a Randomly selected trajectories …": no sentence opens with "a Foo"
+        if c.style == "bare" and c.family == "lower" and c.ords[0] == SUB and c.after_period:
+            # "Title. a Randomly selected trajectories …": no sentence opens with "a Foo" (after a
+            # colon one may: "Schematic: a Cre-dependent vector")
+            return True
         return c.style in STRONG_STYLES or (c.style == "inline" and len(c.ords) >= 2 and c.family != "digit")
     bare = all(c.style in _BARE_STYLES for c in chain)
     if bare and chain[0].family != "lower" and len(chain) < 3:
