@@ -434,7 +434,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
                 continue
-            add(m.start(), m.end(), style, m.group(1), True, kind == "start" or text[: m.start()].rstrip().endswith("."))
+            add(m.start(), m.end(), style, m.group(1), True, kind == "start" or _after_period(text, m.start()))
     for m in _RE_LISTED_MARKER.finditer(text, floor):
         # "A. Reference, B. Mild asthma, C. …": listed after a comma, for gap filling and the tail
         # (a pass of its own: the lists above may have swallowed the word before the comma)
@@ -454,6 +454,14 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     if scale is not None:  # "(0: Major worsening; 1: Moderate worsening; 2: …)": a scale, not panels
         found = {k: c for k, c in found.items() if c.family != "digit" or c.start < scale.start()}
     return sorted(found.values(), key=lambda c: (c.start, -c.weight))
+
+
+def _after_period(text: str, pos: int) -> bool:
+    """The last non-space character before ``pos`` is a period."""
+    q = pos
+    while q > 0 and text[q - 1] == " ":
+        q -= 1
+    return q > 0 and text[q - 1] == "."
 
 
 def _bare_list_at(text: str, comma: re.Match[str]) -> bool:
@@ -1137,8 +1145,9 @@ def _letter_ordinals(labels: Sequence[str]) -> list[int] | None:
 def _loses_panels(seg: Segment, nxt: Segment | None, lossy: bool = False) -> bool:
     """Whether ``seg``'s text likely holds a panel whose label the text lost: its label sits
     after its phrase ("Changes in X are inversely related (C), …": the sentence is that panel's, what
-    follows may be the next one's), it names a place rather than a panel ("Right: …"), or the next
-    labelled segment skips letters ("A. … E. …")."""
+    follows may be the next one's), it names a place rather than a panel ("Right: …"), the next
+    labelled segment skips letters ("A. … E. …"), or the caption's letters skip some anywhere
+    (``lossy``, :func:`_skips_letters`)."""
     if any(x in POSITION_LABELS for x in seg.labels):
         return True  # "Left: … Right: …" name places in one panel; the text after them may be the next
     here = _letter_ordinals(seg.labels)
