@@ -22,6 +22,9 @@ PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#D
 def _fig(w: float, h: float) -> Figure:
     import matplotlib.pyplot as plt
 
+    from pmcflow.mplfonts import ensure_bundled_fonts
+
+    ensure_bundled_fonts()
     return plt.figure(figsize=(w, h))
 
 

@@ -2284,8 +2284,11 @@ def render_canvas(kind: str, k: int, data_dirs: Mapping[str, Path] | None = None
     """The full matplotlib canvas of variant ``k`` of ``kind`` (before the crop) and the crop margin."""
     import matplotlib
 
+    from pmcflow.mplfonts import ensure_bundled_fonts
+
     if kind not in CHART_KINDS:
         raise ValueError(f"unknown chart kind {kind!r}; known: {', '.join(CHART_KINDS)}")
+    ensure_bundled_fonts()
     dd = dict(default_data_dirs() if data_dirs is None else data_dirs)
     rng = rng_for(CHART_SEED, "chart", f"{kind}/{k}")
     style = Style(rng)

@@ -948,6 +948,9 @@ def render_plot(kind: str, data_dirs: Mapping[str, Path]) -> Image.Image:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from pmcflow.mplfonts import ensure_bundled_fonts
+
+    ensure_bundled_fonts()
     with matplotlib.rc_context(PLOT_RC):
         fig = Figure(figsize=(3.2, 2.66), dpi=120)
         FigureCanvasAgg(fig)
