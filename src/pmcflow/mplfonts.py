@@ -47,7 +47,7 @@ def ensure_bundled_fonts() -> int:
         import matplotlib
         from matplotlib import font_manager
 
-        _log.warning(
+        _log.info(  # info, not a warning: the figures come out as with a sound cache
             "matplotlib's font cache in %s lacks %d of its bundled fonts (%s, …): written by another "
             "matplotlib install of the same version; font list rebuilt for this process",
             matplotlib.get_cachedir(),

@@ -12,7 +12,7 @@ CHILD = r"""
 import json, logging, sys, warnings
 import matplotlib
 matplotlib.use("Agg")
-logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 from pmcflow.report import plots
 from pmcflow.mplfonts import missing_bundled_fonts
 before = len(missing_bundled_fonts())
