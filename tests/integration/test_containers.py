@@ -151,6 +151,7 @@ def _debootstrap_ready() -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 5 min on a 2-core CI host; the core image's full build and %test stay in CI
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("name", ["base", "vllm"])
 def test_post_runs_in_debootstrap(name):

@@ -112,7 +112,14 @@ def _run_and_kill(work: Path, targets: list[str], pattern: str, glob: str | None
     return log.read_text(errors="replace")
 
 
-@pytest.mark.parametrize("point", sorted(KILL_POINTS))
+# mid-shard and mid-training rerun the training half of the DAG (4 and 2 min on a 2-core CI host):
+# `make test-all`; mid-download and mid-parse stay in CI
+HEAVY_POINTS = frozenset({"mid-shard", "mid-training"})
+
+
+@pytest.mark.parametrize(
+    "point", [pytest.param(p, marks=pytest.mark.heavy) if p in HEAVY_POINTS else p for p in sorted(KILL_POINTS)]
+)
 def test_sigkill_then_rerun_is_byte_identical(point, workflow_copy):
     pattern, glob, delay, targets = KILL_POINTS[point]
     work, clean = workflow_copy

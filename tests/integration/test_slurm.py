@@ -204,6 +204,7 @@ def test_failures_retries_and_time_limit(cluster, tmp_path):
 REHEARSAL = ["--configfile", "config/demo.yaml", "config/ci.yaml", "config/rehearsal.yaml"]
 
 
+@pytest.mark.heavy  # 13 min on a 2-core CI host; test_core_rules_run_in_their_image_on_slurm stays in CI
 def test_production_rehearsal_on_slurm_with_gpu_gres(cluster, tmp_path):
     """The production rules on the demo corpus through the profile: every rule that runs a model
     on a GPU in production is submitted with its GPU request (GRES allocated by Slurm, on the GPU
