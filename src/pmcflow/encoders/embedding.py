@@ -270,6 +270,8 @@ def plot_tsne(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from pmcflow.mplfonts import ensure_bundled_fonts
+
     if not points_by_model:
         raise EmbeddingError("no points to plot")
     pts = {k: _matrix(v, f"points[{k!r}]") for k, v in points_by_model.items()}
@@ -283,6 +285,7 @@ def plot_tsne(
             raise EmbeddingError(f"{len(lab)} labels but point counts {bad}")
     classes = sorted(set(lab.tolist())) if lab is not None else [""]
 
+    ensure_bundled_fonts()
     fig = Figure(figsize=(4.2 * len(pts), 4.4), layout="constrained")
     FigureCanvasAgg(fig)
     if len(classes) <= 10:

@@ -325,14 +325,20 @@ def _label_for(family: str, ordinal: int) -> str:
 _RE_CONJUNCTION_BEFORE = re.compile(r"[;；] *(?:and|or) *$")
 
 
+def _back_over_spaces(text: str, pos: int, floor: int = 0) -> int:
+    """``pos`` moved back over the spaces before it, not below ``floor``."""
+    q = pos
+    while q > floor and text[q - 1] == " ":
+        q -= 1
+    return q
+
+
 def _boundary_kind(text: str, pos: int, floor: int) -> str | None:
     """How the marker at ``pos`` is preceded: "start", "sentence", "glued" or None (inline).
 
     ``floor`` is where the body starts (after a known title): a marker right there is at a start.
     """
-    q = pos
-    while q > floor and text[q - 1] == " ":
-        q -= 1
+    q = _back_over_spaces(text, pos, floor)
     if q <= floor:
         return "start"
     m = _RE_CONJUNCTION_BEFORE.search(text, max(floor, q - 8), q)
@@ -458,9 +464,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
 
 def _after_period(text: str, pos: int) -> bool:
     """The last non-space character before ``pos`` is a period."""
-    q = pos
-    while q > 0 and text[q - 1] == " ":
-        q -= 1
+    q = _back_over_spaces(text, pos)
     return q > 0 and text[q - 1] == "."
 
 
