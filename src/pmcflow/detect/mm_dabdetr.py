@@ -8,7 +8,7 @@ resize-to-``imgsz`` pipeline (compound figures must not be cropped), our dataset
 for tests), ``r18`` and ``r50`` (the reference architecture).
 
 mmdet needs the full ``mmcv`` with compiled ops, which PyPI does not ship for this torch; run
-``scripts/setup/build_mmcv.sh`` (``make venv`` does).  Loading mmengine checkpoints on torch >= 2.6
+``scripts/setup/build_mmcv.sh`` (``make venv-mmdet`` does).  Loading mmengine checkpoints on torch >= 2.6
 needs ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``; this module sets it (unless the caller did) before
 loading.  Checkpoint: ``<out>/model.pth`` (weights only, optimizer stripped) + ``<out>/model_config.py``.
 """
