@@ -120,3 +120,54 @@ def test_real_stages_reach_what_the_old_lists_missed() -> None:
     assert any(n.startswith("data/detector/") for n in reach("decompose_chunk.py"))
     assert not any(n.startswith("data/detector/") for n in reach("parse_chunk.py"))
     assert "repro.py" not in set().union(*(reach(s.name) for s in (REPO / "scripts").glob("*.py")))
+
+
+def test_scans_are_cached_on_disk_and_never_stale(pkg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a source names is parsed once and kept under its SHA-256; an edited source is parsed
+    again, and which files and data folders exist is looked up on every call."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PMCFLOW_CACHE_DIR", str(cache))
+    entry = [pkg.parent / "scripts/rule.py"]
+    closure._direct.cache_clear()
+    first = closure.closure(pkg, entry)
+    stored = sorted((cache / "closure").glob("*.json"))
+    # one per distinct source: the entry and the seven modules it reaches, whose three empty
+    # files (two __init__, plugin.py) share a key
+    assert len(stored) == 6
+
+    def no_parse(source: bytes, filename: str):
+        raise AssertionError(f"parsed {filename} although its scan is cached")
+
+    real_scan = closure._scan
+    monkeypatch.setattr(closure, "_scan", no_parse)
+    closure._direct.cache_clear()  # a new Snakemake process: only the disk cache is left
+    assert closure.closure(pkg, entry) == first
+
+    # A data folder that disappears leaves the closure although the scan naming it is cached.
+    for f in (pkg / "data/weights").iterdir():
+        f.unlink()
+    (pkg / "data/weights").rmdir()
+    closure._direct.cache_clear()
+    assert _names(pkg, closure.closure(pkg, entry)) == _names(pkg, first) - {"data/weights/w.bin"}
+
+    # An edited module is parsed again (its key changed) and what it now imports is reached.
+    monkeypatch.setattr(closure, "_scan", real_scan)
+    (pkg / "c.py").write_text("import pmcflow.unused\nthing = 1\n")
+    assert "unused.py" in _names(pkg, closure.closure(pkg, entry))
+    assert len(list((cache / "closure").glob("*.json"))) == 8  # + the new c.py, unused.py
+
+
+def test_a_broken_or_unwritable_scan_cache_is_only_slower(pkg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = [pkg.parent / "scripts/rule.py"]
+    monkeypatch.setenv("PMCFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    closure._direct.cache_clear()
+    expected = closure.closure(pkg, entry)
+    for f in (tmp_path / "cache" / "closure").glob("*.json"):
+        f.write_text('{"truncated')
+    closure._direct.cache_clear()
+    assert closure.closure(pkg, entry) == expected
+    blocker = tmp_path / "a-file"  # the cache folder cannot be created below a file
+    blocker.write_text("")
+    monkeypatch.setenv("PMCFLOW_CACHE_DIR", str(blocker))
+    closure._direct.cache_clear()
+    assert closure.closure(pkg, entry) == expected
