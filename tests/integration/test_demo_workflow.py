@@ -15,12 +15,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_lint_is_clean() -> None:
-    proc = wf.run_demo("--lint")
+    proc = wf.run_demo(wf.REPO, "--lint")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_counts_reconcile_at_every_stage(demo_run: Path) -> None:
-    results = demo_run / "results"
+    results = demo_run / "results/demo"
     listing = read_counts(results / "listing/counts.json")
     acquire = read_counts(results / "acquire/counts.json")
     parse = read_counts(results / "parse/counts.json")
@@ -51,7 +51,7 @@ def _in_order_pieces(text: str, source: str) -> bool:
 
 
 def test_decompose_and_enrich_reconcile(demo_run: Path) -> None:
-    results = demo_run / "results"
+    results = demo_run / "results/demo"
     parse = read_counts(results / "parse/counts.json")
     decompose = read_counts(results / "decompose/counts.json")
     enrich = read_counts(results / "enrich/counts.json")
@@ -71,7 +71,7 @@ def test_decompose_and_enrich_reconcile(demo_run: Path) -> None:
     assert enriched["subcaption"].null_count() == 0
     assert set(enriched["subcaption_source"].unique()) <= {"rules", "vlm", "fallback-full"}
     for row in enriched.iter_rows(named=True):
-        assert Path(row["crop_path"]).is_file()
+        assert (demo_run / row["crop_path"]).is_file()  # relative to the workflow directory
         # Subcaptions and the shared lead are verbatim pieces of the caption (whitespace-normalised).
         caption = " ".join((row["caption"] or "").split())
         subcaption = " ".join(row["subcaption"].split())
@@ -92,7 +92,7 @@ def test_decompose_and_enrich_reconcile(demo_run: Path) -> None:
 
 
 def test_parse_outputs_are_complete(demo_run: Path) -> None:
-    results = demo_run / "results"
+    results = demo_run / "results/demo"
     chunks = sorted(json.loads((results / "listing/chunks.json").read_text())["chunks"])
     assert len(chunks) >= 2, "the demo config is meant to exercise several chunks"
     figures = pl.concat([pl.read_parquet(results / f"parse/{c}/figures.parquet") for c in chunks])
@@ -107,19 +107,19 @@ def test_parse_outputs_are_complete(demo_run: Path) -> None:
     n_graphics = sum(len(g or []) for g in figures["graphics"].to_list())
     assert len(paths) == n_graphics
     for p in paths:
-        assert Path(p).is_file() or (REPO / p).is_file(), p
+        assert Path(p).is_file() or (demo_run / p).is_file(), p
     # Panel letters are extracted from real xrefs such as "Figure 2B".
     assert mentions.filter(pl.col("panels").list.len() > 0).height > 50
 
 
 def test_rerun_is_a_no_op(demo_run: Path) -> None:
-    proc = wf.run_demo("-n", *wf.demo_paths(demo_run))
+    proc = wf.run_demo(demo_run, "-n")
     assert proc.returncode == 0, proc.stderr
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
 def test_filter_shards_training_and_reports(demo_run: Path) -> None:
-    results = demo_run / "results"
+    results = demo_run / "results/demo"
     enrich = read_counts(results / "enrich/counts.json")
     filt = read_counts(results / "filter/counts.json")
     assert filt["in"] == enrich["kept"]
@@ -145,7 +145,7 @@ def test_filter_shards_training_and_reports(demo_run: Path) -> None:
 
 def test_every_rule_log_says_what_ran(demo_run: Path) -> None:
     """No empty rule log: each names its rule, files, params digest and wall time."""
-    logs = sorted(p for p in (demo_run / "logs").rglob("*.log"))
+    logs = sorted(p for p in (demo_run / "logs/demo").rglob("*.log"))
     assert len(logs) >= 20
     for p in logs:
         text = p.read_text()
@@ -160,7 +160,7 @@ def test_demo_dataset_loads_in_hf_datasets_as_is(demo_run: Path, tmp_path: Path)
 
     import datasets
 
-    shards = demo_run / "results" / "shards"
+    shards = demo_run / "results/demo" / "shards"
     copy = tmp_path / "copied" / "shards"
     shutil.copytree(shards, copy)
     ds = datasets.load_dataset(str(copy), cache_dir=str(tmp_path / "hf"))
@@ -182,11 +182,11 @@ def test_a_second_run_gives_the_same_bytes(demo_run: Path) -> None:
 
     from pmcflow import repro
 
-    first = repro.snapshot(demo_run / "results")
+    first = repro.snapshot(demo_run / "results/demo")
     for d in ("results", "resources", "logs"):
         shutil.rmtree(demo_run / d)
-    proc = wf.run_demo(*wf.demo_paths(demo_run))
+    proc = wf.run_demo(demo_run)
     assert proc.returncode == 0, proc.stderr[-6000:]
-    second = repro.snapshot(demo_run / "results")
+    second = repro.snapshot(demo_run / "results/demo")
     assert len(first) > 100
     assert repro.differences(first, second) == []

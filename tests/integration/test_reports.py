@@ -67,14 +67,16 @@ def _stage_rows(page: str, stage: str) -> list[list[str]]:
 @pytest.fixture(scope="module")
 def demo(demo_run: Path) -> Path:
     """The results of the session's demo run (CI overlay; tests/integration/conftest.py)."""
-    return demo_run / "results"
+    return demo_run / "results/demo"
 
 
-def _render_all(results: Path, out: Path, **params: object) -> dict[str, str]:
+def _render_all(results: Path, out: Path, workdir: Path, **params: object) -> dict[str, str]:
+    """Every report on ``results``; the kernel runs in ``workdir``, the demo run's workflow copy
+    (the paths its tables store are relative to it, as in the workflow's own report rules)."""
     pages: dict[str, str] = {}
     for name in REPORTS:
         t0 = time.perf_counter()
-        path = render_report(name, {"results_dir": str(results), **params}, out / f"{name}.html", cwd=REPO)
+        path = render_report(name, {"results_dir": str(results), **params}, out / f"{name}.html", cwd=workdir)
         pages[name] = path.read_text(encoding="utf-8")
         print(f"{name}: {time.perf_counter() - t0:.1f} s")
     return pages
@@ -89,17 +91,17 @@ def _check_page(name: str, page: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo_pages(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return _render_all(demo, tmp_path_factory.mktemp("demo-reports"))
+def demo_pages(demo_run: Path, demo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _render_all(demo, tmp_path_factory.mktemp("demo-reports"), demo_run)
 
 
 @pytest.fixture(scope="module")
-def early_pages(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def early_pages(demo_run: Path, demo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("early")
     results = root / "results"
     for stage in EARLY_STAGES:
         shutil.copytree(demo / stage, results / stage)
-    return _render_all(results, root / "html")
+    return _render_all(results, root / "html", demo_run)
 
 
 @pytest.mark.parametrize("name", sorted(REPORTS))
@@ -289,8 +291,8 @@ def full_results(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def full_pages(full_results: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return _render_all(full_results, tmp_path_factory.mktemp("full-html"), run_name="tiny-clip")
+def full_pages(demo_run: Path, full_results: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _render_all(full_results, tmp_path_factory.mktemp("full-html"), demo_run, run_name="tiny-clip")
 
 
 @pytest.mark.slow

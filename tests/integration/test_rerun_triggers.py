@@ -78,10 +78,10 @@ CASES: dict[str, set[str]] = {
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
-    work = wf.copy_workflow(REPO, tmp_path_factory.mktemp("triggers") / "wf")
-    proc = wf.snakemake(work, ["--cores", "2", *CONFIG], timeout=1500)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+def work(demo_run, tmp_path_factory):
+    """A finished demo run of this module's own (the session's run, copied with its mtimes and
+    Snakemake's metadata): the cases edit its code and outputs."""
+    work = wf.clone_run(demo_run, tmp_path_factory.mktemp("triggers") / "wf")
     assert wf.dry_run(work, CONFIG) == [], "a finished DAG must plan nothing"
     return work
 
