@@ -566,6 +566,23 @@ def test_a_caption_that_lost_markers_has_its_labelled_segments_cut_too() -> None
     assert " ".join(s.text for s in segments) == caption
 
 
+
+def test_two_sentence_opening_ranges_make_a_chain_across_lost_letters() -> None:
+    # The same legend further on: "B-C …" and "G-H …" both open a sentence, each a range before a
+    # capitalised word. Two single bare capitals count only as "A … B …" ("A Western blot … B-cell
+    # counts"), but two ranges are markers however many letters lie between them.
+    caption = (
+        "CD69 expression in CD3+ T cells upon stimulation with P/I for 12 h. B-C PBMC cells with shNC, "
+        "shNF45 or shNF90 lentivirus infection were stimulated with P/I for 12h. (n = 3) Flow cytometry "
+        "analysis of CD69 expression in P/I-stimulated CD3+ T cells treated with or without FK506 or "
+        "CX5461. G-H ELISA assays of IL-2 and IFN-γ in CD3+ T cells with the indicated treatments. (n = 3)"
+    )
+    segments = split_caption(caption)
+    gh = [s for s in segments if s.labels == ["g", "h"]]
+    assert len(gh) == 1 and gh[0].text.startswith("G-H ELISA assays"), segments
+    assert [s.labels for s in segments if s.labels][:1] == [["b", "c"]]
+    assert " ".join(s.text for s in segments) == caption
+
 def test_a_comma_label_does_not_split_a_bracketed_list() -> None:
     # "(…; d, h)" lists panels d and h; "d," is no marker of its own before "h)"
     caption = (

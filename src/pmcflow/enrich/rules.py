@@ -775,9 +775,11 @@ def _acceptable(chain: Sequence[_Candidate]) -> bool:
             return True
         return c.style in STRONG_STYLES or (c.style == "inline" and len(c.ords) >= 2 and c.family != "digit")
     bare = all(c.style in _BARE_STYLES for c in chain)
-    if bare and chain[0].family != "lower" and len(chain) < 3:
+    ranges = all(c.style == "bare_list" for c in chain)
+    if bare and not ranges and chain[0].family != "lower" and len(chain) < 3:
         # "A Western blot … B-cell counts …": two upper-case bare letters count only as "A … B …",
-        # each opening a sentence with its own description
+        # each opening a sentence with its own description (two sentence-opening lists or ranges,
+        # "B-C PBMC cells …. G-H ELISA assays …", are markers however many letters lie between)
         tops = sorted({_top(o) for c in chain for o in c.ords})
         return len(chain) == 2 and tops == list(range(1, len(tops) + 1))
     return True
