@@ -583,6 +583,58 @@ def test_two_sentence_opening_ranges_make_a_chain_across_lost_letters() -> None:
     assert [s.labels for s in segments if s.labels][:1] == [["b", "c"]]
     assert " ".join(s.text for s in segments) == caption
 
+def test_letters_named_after_their_phrase_say_how_many_panels_a_segment_lost() -> None:
+    # EMBO Mol Med 10.15252/emmm.202013548 figure 1 (CC BY 4.0) as SourceData extracted it: "I." and
+    # "K." were lost, "(J)" and "(L)" follow their phrases. The H segment holds four more panels, so
+    # its four most likely sentence boundaries are cut, although the model is sure of only two.
+    caption = (
+        "F. Triglyceride content in liver of Pkd2wt/wt and Pkd2ki/ki male mice in panel A. Relative to "
+        "Pkd2wt/wt. G. Glucose tolerance test of the specified genotypes after 16 weeks in HFD. H. Insulin "
+        "tolerance test of Pkd2wt/wt and Pkd2ki/ki male mice after 18 weeks in HFD. Triglycerides in "
+        "circulation of specified mice after 18 weeks in HFD. free fatty acids (J) in circulation of "
+        "specified mice after 18 weeks in HFD. Energy expenditure of mice after 20 weeks in HFD. energy "
+        "intake (L) of mice after 20 weeks in HFD."
+    )
+    segments = split_caption(caption)
+    h = next(k for k, s in enumerate(segments) if s.labels == ["h"])
+    assert segments[h].text.endswith("18 weeks in HFD.") and "Triglycerides" not in segments[h].text
+    assert [s.text.split(" ")[0] for s in segments[h + 1 :]] == ["Triglycerides", "free", "Energy", "energy"]
+    assert all(not s.labels for s in segments[h + 1 :])
+    assert " ".join(s.text for s in segments) == caption
+    # the pieces stand for I to L in order, so each of those subfigures gets its own
+    got = assign_detailed(segments, "ijkl", caption=caption)
+    assert [(a.reason, a.text.split(" ")[0]) for a in got.values()] == [
+        ("gap", "Triglycerides"),
+        ("gap", "free"),
+        ("gap", "Energy"),
+        ("gap", "energy"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "caption",
+    [
+        # eLife 10.7554/eLife.04493 figure 3 (CC BY, in the demo corpus): "(v)" and "(d)" abbreviate
+        # ventral and dorsal after the capital labels (A) and (B)
+        "Dorsal (A) and transverse (B) view of the adult VNS showing a MARCM clone for the T2 lineage 1. The "
+        "1B siblings have been pulled anteriorly into T1 where they branch through the ipsilateral leg "
+        "neuropil. The 1A siblings are projection neurons with ventral (v) arbor in both the ipsi- and "
+        "contralateral leg neuropils and bilateral dorsal (d) arbors that extend into the dorsal, tectulum "
+        "neuropil. *: arbor from another lineage. DOI: http://dx.doi.org/10.7554/eLife.04493.009",
+        # eLife 10.7554/eLife.06726 figure 3 (CC BY, in the demo corpus): K and L are listed with the
+        # segment's own letters, panels the legend describes together, not panels it lost
+        "( A – J ) Vegfa signaling was impaired using either ligand MOs ( vegfaa/vegfab MO), chemical "
+        "inhibition of Vegfr2 signaling. Confocal projections of Tg(fli1a:EGFP) y1 embryos in dorsal views "
+        "at 17 hpf ( A , B , C , G , H , I ), 24 hpf ( F , J , K , L ) and 28 hpf ( D , E ). Control embryos "
+        "showed sprouting of the intersegmental vessels ( D , F , K ). DOI: http://dx.doi.org/10.7554/eLife.06726.005",
+    ],
+)
+def test_letters_that_name_no_lost_panel_cut_nothing(caption: str) -> None:
+    segments = [s for s in split_caption(caption) if s.text]
+    last = max(k for k, s in enumerate(segments) if s.labels)
+    assert segments[last].text.endswith(caption[-20:]), segments
+
+
 def test_a_comma_label_does_not_split_a_bracketed_list() -> None:
     # "(…; d, h)" lists panels d and h; "d," is no marker of its own before "h)"
     caption = (
@@ -908,20 +960,22 @@ def test_trailing_labels_fill_gaps_between_leading_labels(
             id="reference-to-a-later-labelled-panel",
         ),
         pytest.param(
-            # the gap is C; "(A)" is a reference back, not the missing label
+            # the gap is C; "(A)" is a reference back, not the missing label. The sentence stands
+            # where C's would: it leaves B as an unlabelled piece (_lost_count), labelled A nowhere
             "Wound healing. A. Scratch at 0 h. B. Scratch at 24 h. Area measured as in (A) at 48 h. "
             "D. Closure rate.",
             [
                 (["a"], "A. Scratch at 0 h."),
-                (["b"], "B. Scratch at 24 h. Area measured as in (A) at 48 h."),
+                (["b"], "B. Scratch at 24 h."),
                 (["d"], "D. Closure rate."),
             ],
             id="reference-back-inside-a-gap",
         ),
         pytest.param(
-            # after the last leading label only the next label continues the sequence: "(D)" skips C
+            # after the last leading label only the next label continues the sequence: "(D)" skips C,
+            # so it labels nothing; the sentence that names it leaves B as an unlabelled piece
             "Lipids. A. Body weight. B. Liver weight. Plasma lipids of the same mice (D).",
-            [(["a"], "A. Body weight."), (["b"], "B. Liver weight. Plasma lipids of the same mice (D).")],
+            [(["a"], "A. Body weight."), (["b"], "B. Liver weight.")],
             id="label-after-the-last-that-skips-one",
         ),
     ],

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -1133,6 +1134,12 @@ def split_caption(
 # and PLOS label-wise segments as they were (0.5-0.6 cut 1-2 % of them wrongly) and gains SourceData
 # segments whose label the reconstruction dropped: dev 410 -> 420 of 516, test 76 -> 80 of 87
 LOST_PANEL_THRESHOLD = 0.8
+# when the letters say how many panels a labelled segment lost (:func:`_lost_count`), that many of
+# its most likely boundaries are cut as long as each reaches this floor (the model's own 0.5 less a
+# margin: 0.3-0.5 gain the same SourceData segments, dev 423 -> 430 of 516; 0.2 cuts PMC-style
+# label-wise segments wrongly)
+LOST_COUNT_FLOOR = 0.3
+MAX_LOST = 6  # at most this many lost panels are read from a run of letters
 _LEAD_ATOM = r"[A-Za-z]\d{0,2}[′’']?(?![A-Za-z0-9])"
 # a segment that opens with its marker: "(A)", "(A–C)", "A.", "B-C ", "A1)", "Panel A"
 _RE_LEADING_LABEL = re.compile(
@@ -1173,18 +1180,89 @@ def _skips_letters(segments: Sequence[Segment]) -> bool:
     return bool(seen) and (seen[0] > 1 or any(b - a > 1 for a, b in zip(seen, seen[1:], strict=False)))
 
 
+def _named_letters(text: str) -> set[int]:
+    """Ordinals of the letters ``text`` names in brackets ("(A, C)" -> {1, 3})."""
+    return {o for x in _RE_PAREN.finditer(text) for o in (_letter_ordinals(sorted(_paren_labels(x.group(1)))) or [])}
+
+
+def _after_phrase_letters(seg: Segment, top: int) -> list[int]:
+    """Letters after ``top`` that ``seg``'s text names alone in brackets, in the case of its own label
+    ("H. … Triglycerides in …. free fatty acids (J) in …": J); not "(d)" for dorsal after "(A)", nor
+    a list that also names the segment's own letters ("(F, J, K, L)")."""
+    own = seg.labels[0]
+    letter = rf"(?<![A-Za-z]){re.escape(own)}(?![A-Za-z])"
+    m = re.search(letter, seg.text[:12], re.IGNORECASE)
+    if m is None:
+        bracket = next((x for x in _RE_PAREN.finditer(seg.text) if own in _paren_labels(x.group(1))), None)
+        m = re.search(letter, bracket.group(1), re.IGNORECASE) if bracket else None
+    if m is None:
+        return []
+    upper = m.group(0).isupper()
+    out: set[int] = set()
+    for x in _RE_PAREN.finditer(seg.text):
+        ords = _letter_ordinals(sorted(_paren_labels(x.group(1))))
+        if ords and min(ords) > top and all(ch.isupper() == upper for ch in x.group(1) if ch.isalpha()):
+            out.update(ords)
+    return sorted(out)
+
+
+def _after_phrase_end(seg: Segment, top: int) -> int:
+    """The last letter of the run from ``top`` on that ``seg`` names after phrases (``top`` if none)."""
+    end = top
+    for o in _after_phrase_letters(seg, top):
+        if o - end > 2:  # "(A) … (d)orsal": not a run of letters
+            break
+        end = o
+    return end
+
+
+def _lost_count(seg: Segment, nxt: Segment | None, named_elsewhere: set[int]) -> int:
+    """How many panels ``seg``'s text holds besides its own, by the letters: those the next labelled
+    segment skips ("B-C … G-H …": D, E, F) or, in the last one, those up to the letters it names
+    after their phrases ("H. … (J) … (L) …": I, J, K, L); minus letters the caption names
+    elsewhere (a lead's "(A, C, E)") and letters glued to a sentence end in its text ("… test.B. …",
+    which curated legends keep in one panel with the letter before). 0: the letters do not say."""
+    here = _letter_ordinals(seg.labels)
+    if here is None:
+        return 0
+    top = max(here)
+    there = _letter_ordinals(nxt.labels) if nxt is not None else None
+    if there is not None:
+        end = min(there)
+    elif nxt is not None:
+        return 0
+    else:
+        end = _after_phrase_end(seg, top) + 1
+    lost = 0
+    for o in range(top + 1, end):
+        letter = chr(96 + o)
+        if o in named_elsewhere or re.search(rf"[.;)\]](?:{letter}|{letter.upper()})[.)]\s", seg.text):
+            continue
+        lost += 1
+    return min(lost, MAX_LOST)
+
+
 def _cut_lost_panels(segments: Sequence[Segment], model: BoundaryModel | None) -> list[Segment]:
     """Cut labelled segments that likely hold a panel whose label was lost (:func:`_loses_panels`)
     at the sentence boundaries the panel-boundary model scores >= :data:`LOST_PANEL_THRESHOLD`,
     never before a sentence that names the segment's own labels; the pieces after the first are
-    unlabelled panel segments. Verbatim: the pieces join back to the segment's text."""
+    unlabelled panel segments. Where the letters say how many panels it lost (:func:`_lost_count`),
+    its that-many most likely boundaries are cut too if each scores >= :data:`LOST_COUNT_FLOOR`.
+    Verbatim: the pieces join back to the segment's text."""
     m = model or default_model()
     labelled = [k for k, s in enumerate(segments) if s.labels]
     next_labelled = dict(zip(labelled, [segments[j] for j in labelled[1:]], strict=False))
     lossy = _skips_letters(segments)
+    present = {o for s in segments for o in (_letter_ordinals(s.labels) or [])}
+    bracketed = [_named_letters(s.text) for s in segments]
+    naming = Counter(o for letters in bracketed for o in letters)
     out: list[Segment] = []
     for k, seg in enumerate(segments):
-        if not seg.labels or not _loses_panels(seg, next_labelled.get(k), lossy):
+        lost = 0
+        if seg.labels:
+            elsewhere = present | {o for o, n in naming.items() if n > (o in bracketed[k])}
+            lost = _lost_count(seg, next_labelled.get(k), elsewhere)
+        if not seg.labels or not (lost or _loses_panels(seg, next_labelled.get(k), lossy)):
             out.append(seg)
             continue
         text = seg.text
@@ -1192,13 +1270,17 @@ def _cut_lost_panels(segments: Sequence[Segment], model: BoundaryModel | None) -
         probs = [m.probability(f) for f in cut_features(text, spans)] if len(spans) > 1 else []
         own = {x.lower() for x in seg.labels}
         named = max((x.end() for x in _RE_PAREN.finditer(text) if own & _paren_labels(x.group(1))), default=0)
+        allowed = [c for c, p in enumerate(probs) if spans[c + 1][0] >= named]
+        if lost:
+            ranked = sorted((c for c in allowed if probs[c] >= LOST_COUNT_FLOOR), key=lambda c: (-probs[c], c))
+            chosen = sorted(set(ranked[:lost]) | {c for c in allowed if probs[c] >= LOST_PANEL_THRESHOLD})
+        else:
+            chosen = [c for c in allowed if probs[c] >= LOST_PANEL_THRESHOLD]
         pieces: list[tuple[int, int]] = []
         open_at = spans[0][0] if spans else 0
-        for c, p in enumerate(probs):
-            a = spans[c + 1][0]
-            if a >= named and p >= LOST_PANEL_THRESHOLD:
-                pieces.append((open_at, spans[c][1]))
-                open_at = a
+        for c in chosen:
+            pieces.append((open_at, spans[c][1]))
+            open_at = spans[c + 1][0]
         pieces.append((open_at, len(text)))
         out.append(Segment(seg.labels, text[pieces[0][0] : pieces[0][1]]))
         out.extend(Segment([], text[a:b]) for a, b in pieces[1:])
@@ -1428,6 +1510,17 @@ def _gap_pieces(segments: Sequence[Segment]) -> dict[str, Segment]:
         if len(missing) == len(run):
             for ordinal, seg in zip(missing, run, strict=True):
                 out[chr(96 + ordinal)] = Segment([chr(96 + ordinal)], seg.text)
+    # after the last labelled segment: the letters up to those its pieces name after their phrases
+    # ("H. … . Triglycerides … . free fatty acids (J) … . Energy … . energy intake (L) …": I to L)
+    if labelled and labelled[-1] + 1 < len(segments):
+        last, run = segments[labelled[-1]], segments[labelled[-1] + 1 :]
+        lo = _letter_ordinals(last.labels)
+        if lo is not None and not any(s.labels or s.shared for s in run):
+            whole = Segment(last.labels, " ".join([last.text, *(s.text for s in run)]))
+            missing = range(max(lo) + 1, _after_phrase_end(whole, max(lo)) + 1)
+            if len(missing) == len(run):
+                for ordinal, seg in zip(missing, run, strict=True):
+                    out[chr(96 + ordinal)] = Segment([chr(96 + ordinal)], seg.text)
     return out
 
 
