@@ -50,7 +50,7 @@ $(STAMP): requirements/lock.txt requirements/extras-llm.txt requirements/extras-
 	touch $@
 
 # The mmdet extra (detector.backend: mmdet): mmdet/mmengine pins plus mmcv 2.1.0 compiled from its
-# sdist (about 16 min on 2 cores the first time; the wheel is cached in ~/.cache/pmcflow/wheels).
+# sdist (about 3.5 min on 2 cores the first time; the wheel is cached in ~/.cache/pmcflow/wheels).
 venv-mmdet: $(MMDET_STAMP)
 
 $(MMDET_STAMP): $(STAMP) requirements/mmdet.txt scripts/setup/build_mmcv.sh

@@ -36,9 +36,60 @@ else
   sed -i -e "s/\['cxx'\] = \['-std=c++17'\]/['cxx'] = ['-std=c++20', '-g0']/" \
     -e 's/-std=c++17/-std=c++20/g' "$WORK/mmcv-$VER/setup.py"
   grep -q "'-std=c++20', '-g0'" "$WORK/mmcv-$VER/setup.py"  # the patch must have applied
-  echo "build_mmcv: compiling mmcv $VER ops ($FLAVOUR) for torch $TORCH_VER; this takes 5-12 min on 2 cores"
+  # A precompiled header for the CPU build: 77 of the op sources open with
+  # ops/csrc/common/pytorch_cpp_helper.hpp (torch/types.h), and parsing torch's headers is most of
+  # each file's time (nms.cpp alone: 8.9 s, 2.4 s with the header precompiled). The compiler is a
+  # wrapper that, at the first compile, precompiles that header with that compile's own flags into
+  # pytorch_cpp_helper.hpp.gch beside it; gcc then uses it for every source that includes it first
+  # and checks that it matches (a header it cannot use is parsed as before). Not for FORCE_CUDA
+  # (nvcc's host compiles would see the .gch too), nor without flock (two compiles would write it).
+  if [ "$FLAVOUR" = cpu ] && command -v flock >/dev/null 2>&1; then
+    HDR="$WORK/mmcv-$VER/mmcv/ops/csrc/common/pytorch_cpp_helper.hpp"
+    test -f "$HDR"
+    cat >"$WORK/c++" <<'WRAP'
+#!/usr/bin/env bash
+# build_mmcv.sh's compiler: precompile PMCFLOW_PCH_HEADER once with the first compile's flags
+compile=0 skip=0 flags=()
+for a in "$@"; do
+  if [ "$skip" = 1 ]; then skip=0; continue; fi
+  case "$a" in
+    -c) compile=1 ;;
+    -o | -MF | -MT | -MQ) skip=1 ;;
+    -MMD | -MD) ;;
+    *.cpp | *.cc | *.cxx | *.c) ;;
+    *) flags+=("$a") ;;
+  esac
+done
+if [ "$compile" = 1 ] && [ ! -e "$PMCFLOW_PCH_HEADER.gch" ] && [ ! -e "$PMCFLOW_PCH_HEADER.failed" ]; then
+  (
+    flock 9
+    if [ ! -e "$PMCFLOW_PCH_HEADER.gch" ] && [ ! -e "$PMCFLOW_PCH_HEADER.failed" ]; then
+      if "$PMCFLOW_REAL_CXX" "${flags[@]}" -x c++-header "$PMCFLOW_PCH_HEADER" -o "$PMCFLOW_PCH_HEADER.gch.part"; then
+        mv "$PMCFLOW_PCH_HEADER.gch.part" "$PMCFLOW_PCH_HEADER.gch"
+      else
+        rm -f "$PMCFLOW_PCH_HEADER.gch.part"
+        touch "$PMCFLOW_PCH_HEADER.failed"  # compile without it, and do not try again
+      fi
+    fi
+  ) 9>"$PMCFLOW_PCH_HEADER.lock"
+fi
+exec "$PMCFLOW_REAL_CXX" "$@"
+WRAP
+    chmod +x "$WORK/c++"
+    export PMCFLOW_REAL_CXX="${CXX:-c++}" PMCFLOW_PCH_HEADER="$HDR"
+    if "$WORK/c++" --version >/dev/null 2>&1; then
+      export CXX="$WORK/c++"
+    else  # a temporary directory mounted noexec: compile as before
+      echo "build_mmcv: note: $WORK is not executable here; compiling without the precompiled header" >&2
+      touch "$HDR.failed"
+    fi
+  fi
+  echo "build_mmcv: compiling mmcv $VER ops ($FLAVOUR) for torch $TORCH_VER; this takes 3-7 min on 2 cores"
   MMCV_WITH_OPS=1 MAX_JOBS=${MAX_JOBS:-$(nproc)} "$PY" -m pip wheel -q --no-build-isolation --no-deps \
     -w "$WORK/dist" "$WORK/mmcv-$VER"
+  if [ -n "${HDR:-}" ] && [ ! -e "$HDR.gch" ]; then
+    echo "build_mmcv: note: the precompiled header was not made; the ops were compiled without it" >&2
+  fi
   mv "$WORK"/dist/mmcv-"$VER"-*.whl "$DEST/"
 fi
 "$PY" -m pip install -q --no-deps "$DEST"/mmcv-"$VER"-*.whl

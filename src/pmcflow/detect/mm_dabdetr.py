@@ -60,7 +60,7 @@ class MmcvMissingError(ImportError):
 
 MMCV_HINT = (
     "the mmdet backend needs mmcv 2.1.0 with its compiled ops (mmcv._ext), which is not installed; "
-    "run scripts/setup/build_mmcv.sh (builds it from the sdist in ~15 min and caches the wheel in "
+    "run scripts/setup/build_mmcv.sh (builds it from the sdist in a few minutes and caches the wheel in "
     "~/.cache/pmcflow/wheels; `make venv-mmdet` runs it, and `make test` runs that)"
 )
 
