@@ -49,6 +49,7 @@ else
     cat >"$WORK/c++" <<'WRAP'
 #!/usr/bin/env bash
 # build_mmcv.sh's compiler: precompile PMCFLOW_PCH_HEADER once with the first compile's flags
+read -r -a real <<<"$PMCFLOW_REAL_CXX"  # CXX may be a command line ("ccache g++")
 compile=0 skip=0 flags=()
 for a in "$@"; do
   if [ "$skip" = 1 ]; then skip=0; continue; fi
@@ -64,7 +65,7 @@ if [ "$compile" = 1 ] && [ ! -e "$PMCFLOW_PCH_HEADER.gch" ] && [ ! -e "$PMCFLOW_
   (
     flock 9
     if [ ! -e "$PMCFLOW_PCH_HEADER.gch" ] && [ ! -e "$PMCFLOW_PCH_HEADER.failed" ]; then
-      if "$PMCFLOW_REAL_CXX" "${flags[@]}" -x c++-header "$PMCFLOW_PCH_HEADER" -o "$PMCFLOW_PCH_HEADER.gch.part"; then
+      if "${real[@]}" "${flags[@]}" -x c++-header "$PMCFLOW_PCH_HEADER" -o "$PMCFLOW_PCH_HEADER.gch.part"; then
         mv "$PMCFLOW_PCH_HEADER.gch.part" "$PMCFLOW_PCH_HEADER.gch"
       else
         rm -f "$PMCFLOW_PCH_HEADER.gch.part"
@@ -73,7 +74,7 @@ if [ "$compile" = 1 ] && [ ! -e "$PMCFLOW_PCH_HEADER.gch" ] && [ ! -e "$PMCFLOW_
     fi
   ) 9>"$PMCFLOW_PCH_HEADER.lock"
 fi
-exec "$PMCFLOW_REAL_CXX" "$@"
+exec "${real[@]}" "$@"
 WRAP
     chmod +x "$WORK/c++"
     export PMCFLOW_REAL_CXX="${CXX:-c++}" PMCFLOW_PCH_HEADER="$HDR"
