@@ -207,9 +207,9 @@ def _direct(root: Path, file: Path, mtime_ns: int) -> tuple[tuple[Path, ...], tu
         modules += _module_files(root, name)
     data: list[Path] = []
     if inside:  # relative imports and data paths count only inside the package
+        package = _package_of(root, file)
         for level, module, imported in relative:
-            pkg = _package_of(root, file)
-            pkg = pkg[: len(pkg) - (level - 1)]
+            pkg = package[: len(package) - (level - 1)]
             base = ".".join(pkg + ([module] if module else []))
             modules += _module_files(root, base)
             for name in imported:  # `from . import b` where b is a submodule

@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -1180,9 +1180,18 @@ def _skips_letters(segments: Sequence[Segment]) -> bool:
     return bool(seen) and (seen[0] > 1 or any(b - a > 1 for a, b in zip(seen, seen[1:], strict=False)))
 
 
+def _bracket_letters(text: str) -> Iterator[tuple[str, list[int]]]:
+    """Each bracket of single letters in ``text``: its inside and the letters' ordinals ("(A, C)" ->
+    ("A, C", [1, 3])); brackets of other labels (roman numerals, digits) are left out."""
+    for x in _RE_PAREN.finditer(text):
+        ords = _letter_ordinals(sorted(_paren_labels(x.group(1))))
+        if ords:
+            yield x.group(1), ords
+
+
 def _named_letters(text: str) -> set[int]:
     """Ordinals of the letters ``text`` names in brackets ("(A, C)" -> {1, 3})."""
-    return {o for x in _RE_PAREN.finditer(text) for o in (_letter_ordinals(sorted(_paren_labels(x.group(1)))) or [])}
+    return {o for _, ords in _bracket_letters(text) for o in ords}
 
 
 def _after_phrase_letters(seg: Segment, top: int) -> list[int]:
@@ -1199,9 +1208,8 @@ def _after_phrase_letters(seg: Segment, top: int) -> list[int]:
         return []
     upper = m.group(0).isupper()
     out: set[int] = set()
-    for x in _RE_PAREN.finditer(seg.text):
-        ords = _letter_ordinals(sorted(_paren_labels(x.group(1))))
-        if ords and min(ords) > top and all(ch.isupper() == upper for ch in x.group(1) if ch.isalpha()):
+    for inside, ords in _bracket_letters(seg.text):
+        if min(ords) > top and all(ch.isupper() == upper for ch in inside if ch.isalpha()):
             out.update(ords)
     return sorted(out)
 
@@ -1259,10 +1267,11 @@ def _cut_lost_panels(segments: Sequence[Segment], model: BoundaryModel | None) -
     out: list[Segment] = []
     for k, seg in enumerate(segments):
         lost = 0
+        nxt = next_labelled.get(k)
         if seg.labels:
             elsewhere = present | {o for o, n in naming.items() if n > (o in bracketed[k])}
-            lost = _lost_count(seg, next_labelled.get(k), elsewhere)
-        if not seg.labels or not (lost or _loses_panels(seg, next_labelled.get(k), lossy)):
+            lost = _lost_count(seg, nxt, elsewhere)
+        if not seg.labels or not (lost or _loses_panels(seg, nxt, lossy)):
             out.append(seg)
             continue
         text = seg.text
@@ -1499,17 +1508,13 @@ def _gap_pieces(segments: Sequence[Segment]) -> dict[str, Segment]:
     """Letters the caption skipped, matched to the unlabelled panel segments that stand in their
     place: between labelled segments "A" and "D", two unlabelled ones are "b" and "c", in order
     (see :func:`_cut_lost_panels`); only when the counts agree exactly."""
-    out: dict[str, Segment] = {}
     labelled = [k for k, s in enumerate(segments) if s.labels]
+    gaps: list[tuple[range, Sequence[Segment]]] = []
     for a, b in zip(labelled, labelled[1:], strict=False):
         run = segments[a + 1 : b]
         lo, hi = _letter_ordinals(segments[a].labels), _letter_ordinals(segments[b].labels)
-        if not run or lo is None or hi is None:
-            continue
-        missing = range(max(lo) + 1, min(hi))
-        if len(missing) == len(run):
-            for ordinal, seg in zip(missing, run, strict=True):
-                out[chr(96 + ordinal)] = Segment([chr(96 + ordinal)], seg.text)
+        if run and lo is not None and hi is not None:
+            gaps.append((range(max(lo) + 1, min(hi)), run))
     # after the last labelled segment: the letters up to those its pieces name after their phrases
     # ("H. … . Triglycerides … . free fatty acids (J) … . Energy … . energy intake (L) …": I to L)
     if labelled and labelled[-1] + 1 < len(segments):
@@ -1517,10 +1522,12 @@ def _gap_pieces(segments: Sequence[Segment]) -> dict[str, Segment]:
         lo = _letter_ordinals(last.labels)
         if lo is not None and not any(s.labels or s.shared for s in run):
             whole = Segment(last.labels, " ".join([last.text, *(s.text for s in run)]))
-            missing = range(max(lo) + 1, _after_phrase_end(whole, max(lo)) + 1)
-            if len(missing) == len(run):
-                for ordinal, seg in zip(missing, run, strict=True):
-                    out[chr(96 + ordinal)] = Segment([chr(96 + ordinal)], seg.text)
+            gaps.append((range(max(lo) + 1, _after_phrase_end(whole, max(lo)) + 1), run))
+    out: dict[str, Segment] = {}
+    for missing, run in gaps:
+        if len(missing) == len(run):
+            for ordinal, seg in zip(missing, run, strict=True):
+                out[chr(96 + ordinal)] = Segment([chr(96 + ordinal)], seg.text)
     return out
 
 
