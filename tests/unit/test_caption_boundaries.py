@@ -118,8 +118,9 @@ def test_sourcedata_label_less_legends() -> None:
     # the whole body as one segment matches only the single-panel legends (8 % of dev, 38 % of test)
     assert free["all"]["no_split"]["matched_at_0_9"] < 0.12
     # (legends whose text names labels inline, "… latency (A) and … viability (B) …", are among
-    # them: their segments that lost a panel are cut too, 0.528 -> 0.595 / 0.571 -> 0.638)
-    assert free["all"]["matched_at_0_9"] >= 0.59 and hinted["all"]["matched_at_0_9"] >= 0.63
+    # them: their segments that lost a panel are cut too, 0.528 -> 0.595 / 0.571 -> 0.638; a legend
+    # whose places "Left: … Right: …" follow two panels' text: 0.613 / 0.656)
+    assert free["all"]["matched_at_0_9"] >= 0.61 and hinted["all"]["matched_at_0_9"] >= 0.65
     # held-out articles (never seen by the fit): 11 of their 16 label-less gold segments (7 before
     # labelled segments were cut; cross-validation below is the larger sample)
     assert free["test"]["matched_at_0_9"] >= 0.68 > free["test"]["no_split"]["matched_at_0_9"]
@@ -131,11 +132,12 @@ def test_cross_validation_by_article() -> None:
     cv = B.cross_validate(thresholds=(B.THRESHOLD,))
     assert cv["figures"] == {"sourcedata": 121, "pmc": 183}
     at = cv["thresholds"][f"{B.THRESHOLD:g}"]
-    # measured: 0.800 of the held-out folds' gold segments, 0.517 of the label-less legends' ones
-    # (0.785 before labelled segments were cut by the count of panels their letters say they lost,
+    # measured: 0.804 of the held-out folds' gold segments, 0.531 of the label-less legends' ones
+    # (0.800 / 0.517 before places after text that describes panels were read as inside a panel,
+    # 0.785 before labelled segments were cut by the count of panels their letters say they lost,
     # 0.773 / 0.490 before labelled segments that lost a panel were cut; 0.748 / 0.435 without the
     # panel-noun and acronym features, 0.08 with the body uncut)
-    assert at["segments_matched"] >= 0.79 and at["segments_matched_label_less"] >= 0.50
+    assert at["segments_matched"] >= 0.802 and at["segments_matched_label_less"] >= 0.525
     assert at["cut_f1"] >= 0.63
     # label-less legends' panels given to "subfigures" by order (rules.assign_by_order) with the
     # fold's model: measured 26 right of 28 assigned (of 136 panels); with no doubt margin 27 of 31

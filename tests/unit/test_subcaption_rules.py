@@ -1201,3 +1201,34 @@ def test_enrich_stage_gives_each_subfigure_its_figure_count_and_reading_order() 
     )
     assert [places[k] for k in ("f1/s0", "f1/s1", "f1/s2", "f2/s0")] == [(3, 0), (3, 1), (3, 2), (1, 0)]
     assert places["f3/s0"] == places["f3/g1-s0"] == places["f4/s1"] == (None, None)
+
+
+def test_places_after_text_that_describes_panels_are_inside_a_panel() -> None:
+    # EMBO Mol Med 10.15252/emmm.201404433 figure 4 (CC BY 4.0) as SourceData extracted it: the panel
+    # letters were lost, two panels are described before "Left: … Right: …", which name places inside
+    # the third one. The legend goes to the panel-boundary model instead of being cut at the places.
+    from pmcflow.enrich.boundaries import fixture_dir
+    from pmcflow.enrich.evaluate import load_rows
+
+    row = next(
+        r
+        for r in load_rows(fixture_dir() / "sourcedata_panel_legends_dev.jsonl")
+        if r["id"] == "sourcedata:10.15252/emmm.201404433:Figure 4"
+    )
+    segments = split_caption(row["caption_reconstructed"], row["figure_title"])
+    assert not any(s.labels for s in segments), segments
+    assert [s.text.split(" ")[:2] for s in segments[1:]] == [["Relative", "mRNA"]] * 2 + [["Relative", "levels"]]
+    assert segments[-1].text.endswith("(n = 5, Student's t-test).")
+
+
+def test_places_after_a_lead_still_name_the_panels() -> None:
+    # eLife 10.7554/eLife.05502 figure 8 (CC BY, in the demo corpus), shortened: the text before the
+    # places is one lead sentence every panel shares, so Left / Center / Right are the panels
+    caption = (
+        "Dynamics of pattern formation. Each plot shows the concentration of a particular protein species in "
+        "space and time. Left: the concentration of NF-κB/Dorsal shows a broad Gaussian profile that decays "
+        "to zero with time. Center: starting from a uniform distribution a region of high Sog concentrations "
+        "forms where the initial distribution of NF-κB/Dorsal had its maximum. Right: BMP is depleted where "
+        "Sog levels are high."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["left"], ["center"], ["right"]]

@@ -1121,11 +1121,29 @@ def split_caption(
     text, floor, segments = _split_labels(caption, title)
     if not text:
         return segments
-    if any(s.labels for s in segments):
+    if any(s.labels for s in segments) and not _places_inside_panels(text, floor, segments, model):
         return _cut_lost_panels(segments, model)
     head = [Segment([], text[:floor].strip(), shared=True)] if floor and text[:floor].strip() else []
     body = segment_body(text, floor if head else 0, n_panels=n_panels, model=model)
     return head + [Segment([], text[a:b]) for a, b in body]
+
+
+def _places_inside_panels(
+    text: str, floor: int, segments: Sequence[Segment], model: BoundaryModel | None
+) -> bool:
+    """Whether a caption labelled only by places ("Left: … Right: …") names places inside its panels
+    rather than its panels: the text between the title and the first place already describes panels
+    of its own (the panel-boundary model cuts it; a lead sentence or two that every panel shares is
+    not cut). Such a legend lost its letters, and the model cuts it as a legend without labels."""
+    labelled = [s for s in segments if s.labels]
+    if not labelled or any(x not in POSITION_LABELS for s in labelled for x in s.labels):
+        return False
+    before = text[: text.find(labelled[0].text, floor)]
+    spans = sentence_spans(before, floor)
+    if len(spans) < 2:
+        return False
+    m = model or default_model()
+    return any(m.probability(f) >= m.threshold for f in cut_features(before, spans))
 
 
 # a labelled segment is cut after its own panel where a panel boundary is this likely (the model's
