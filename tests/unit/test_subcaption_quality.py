@@ -154,9 +154,10 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     # Then three more (bare lists of letters opening a sentence, "b, c, d Spatial patterns …"; a lone
     # "a Foo" opening one; letters the caption calls letters, "Different letters (a–c) indicate …"
     # are none; "(A) through (D)"; a grid's one-row panel between row-and-column lists): dev 0.963 /
-    # 0.908, test 0.923 / 0.784
-    assert res["dev"]["label_set_accuracy"] >= 0.95 and res["dev"]["matched_at_0_9"] >= 0.90, res["dev"]
-    assert res["test"]["label_set_accuracy"] >= 0.92 and res["test"]["matched_at_0_9"] >= 0.78, res["test"]
+    # 0.908, test 0.923 / 0.784. The caption's first two labels before their phrases joined by "and"
+    # ("SEM images of (a) CS and (b) CS/rosemary …") one clause each: segments 0.920 / 0.815
+    assert res["dev"]["label_set_accuracy"] >= 0.95 and res["dev"]["matched_at_0_9"] >= 0.915, res["dev"]
+    assert res["test"]["label_set_accuracy"] >= 0.92 and res["test"]["matched_at_0_9"] >= 0.80, res["test"]
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.15
         assert res[split]["matched_at_0_9"] > res[split]["regex_baseline"]["matched_at_0_9"] + 0.25
@@ -164,8 +165,9 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     # the four PMC-style sets pooled (1,577 captions), split by article
     pooled = [*pmc_rows, *plos_rows, *load_rows(ELIFE_SET), *load_rows(PUBLISHERS_SET)]
     res = evaluate_labelwise(pooled, include_baseline=False)
-    assert res["all"]["label_set_accuracy"] >= 0.95 and res["all"]["matched_at_0_9"] >= 0.905, res["all"]
-    assert res["test"]["label_set_accuracy"] >= 0.93 and res["test"]["matched_at_0_9"] >= 0.865, res["test"]
+    # (segments 0.911 / test 0.869 before the pair rule above, 0.917 / 0.879 with it)
+    assert res["all"]["label_set_accuracy"] >= 0.95 and res["all"]["matched_at_0_9"] >= 0.915, res["all"]
+    assert res["test"]["label_set_accuracy"] >= 0.93 and res["test"]["matched_at_0_9"] >= 0.875, res["test"]
 
 
 def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:

@@ -108,10 +108,17 @@ def test_clause_level_label_without_conjunction_splits() -> None:
 
 
 def test_roman_numerals() -> None:
+    # the caption's first two labels, each before its phrase and joined by "and", open a clause each
+    # ("Cells" is the lead); with a verb after them they are one description ("… were counted")
     assert labelled("Cells (i) untreated and (ii) treated. (iii) Quantification.") == [
-        (["i", "ii"], "Cells (i) untreated and (ii) treated."),
+        (["i"], "(i) untreated and"),
+        (["ii"], "(ii) treated."),
         (["iii"], "(iii) Quantification."),
     ]
+    assert labelled("Cells (i) untreated and (ii) treated were counted. (iii) Quantification.")[0] == (
+        ["i", "ii"],
+        "Cells (i) untreated and (ii) treated were counted.",
+    )
 
 
 def test_roman_subitems_inside_letter_panels_do_not_win() -> None:
@@ -1232,3 +1239,26 @@ def test_places_after_a_lead_still_name_the_panels() -> None:
         "Sog levels are high."
     )
     assert [labels for labels, _ in labelled(caption)] == [["left"], ["center"], ["right"]]
+
+
+def test_the_first_two_labels_before_their_phrases_joined_by_and_make_two_clauses() -> None:
+    # Materials 10, 45 (PMC5344628, CC BY) figure 12: "(a) CS and (b) CS/rosemary …" -- each label
+    # opens its panel's clause; the text before the first is the lead every panel shares
+    caption = "SEM images of (a) CS and (b) CS/rosemary or clove oil/T80 films at a 2000× magnification."
+    segments = split_verbatim(caption)
+    assert [(s.labels, s.text) for s in segments] == [
+        ([], "SEM images of"),
+        (["a"], "(a) CS and"),
+        (["b"], "(b) CS/rosemary or clove oil/T80 films at a 2000× magnification."),
+    ]
+
+
+def test_a_pair_of_labels_after_a_labelled_panel_stays_one_description() -> None:
+    # eLife 10.7554/eLife.04490 figure 12 (CC BY), shortened: "(B) JA and (C) JA-Ile accumulation"
+    # comes after panel A's segment, one description of two panels (the PMC set's gold)
+    caption = (
+        "Transgene insertions. (A) Southern blot of genomic DNA from multiple lines of lox2/3. All lines "
+        "of lox2/3 screened had strong reductions in their induced (B) JA and (C) JA-Ile accumulation "
+        "(mean ± SEM, n = 6)."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a"], ["b", "c"]]

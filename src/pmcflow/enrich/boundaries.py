@@ -68,7 +68,7 @@ _RE_ERROR = re.compile(r"(?i)mean\s*±|±\s*s\.?[de]|\bs\.?e\.?m\b|error bars?|s
 _RE_REPLICATE = re.compile(r"(?i)replicate|independent experiments?|representative of")
 # a finite verb: panel descriptions are mostly verb-less noun phrases ("Western blot for p53 in …"),
 # the sentences that continue one mostly are not ("Data are shown as …", "Arrows indicate …")
-_RE_FINITE = re.compile(
+RE_FINITE_VERB = re.compile(
     r"\b(?:is|are|was|were|has|have|had|can|could|may|might|will|would|did|do|does|shows?|showed|"
     r"indicates?|indicated|represents?|depicts?|denotes?|illustrates?|displays?|reveals?|demonstrates?|"
     r"highlights?|correspond|corresponds|refers?|contains?|includes?|remains?|becomes?|leads?|results?|"
@@ -249,9 +249,9 @@ def features(
         f["next_scale"] = 1.0
     if _RE_ERROR.search(nxt):
         f["next_error"] = 1.0
-    if _RE_FINITE.search(nxt):
+    if RE_FINITE_VERB.search(nxt):
         f["next_finite"] = 1.0
-    if _RE_FINITE.search(prev):
+    if RE_FINITE_VERB.search(prev):
         f["prev_finite"] = 1.0
     head = nxt.lstrip()
     if head[:1].islower():
@@ -274,7 +274,7 @@ def features(
     if _RE_ACRONYM.match(first_word) and sum(ch.isupper() for ch in first_word) >= 2:
         f["next_acronym"] = 1.0
     lead = tn[1:5]
-    if ("of" in lead or "for" in lead) and not _RE_FINITE.search(" ".join(tn[:8])):
+    if ("of" in lead or "for" in lead) and not RE_FINITE_VERB.search(" ".join(tn[:8])):
         f["next_nominal"] = 1.0  # "Quantification of …", "Western blot for …"
     f["prev_len:" + _length_bucket(len(tp))] = 1.0
     f["next_len:" + _length_bucket(len(tn))] = 1.0

@@ -49,7 +49,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from pmcflow.enrich.boundaries import BoundaryModel, cut_features, default_model, segment_body, sentence_spans
+from pmcflow.enrich.boundaries import (
+    RE_FINITE_VERB,
+    BoundaryModel,
+    cut_features,
+    default_model,
+    segment_body,
+    sentence_spans,
+)
 from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws
 
 # ---------------------------------------------------------------------------------------------
@@ -896,6 +903,26 @@ def _listed(
     return run[k] >= 3 or "," in between or ";" in between
 
 
+def _paired(
+    text: str, markers: Sequence[_Candidate], prefix: Sequence[bool], run: Sequence[int], k: int
+) -> bool:
+    """Markers ``k`` and ``k + 1`` are the two labels of one sentence, each placed before its phrase,
+    the first phrase ending in "and" / "or", and no verb after them: "(a) CS and (b) CS/rosemary …
+    films", "for (A) 24 hours and (B) 48 hours" (not "Levels of (A) IL-6 and (B) TNF protein in serum
+    were measured.", one subject of two panels)."""
+    if k + 1 >= len(markers) or not (prefix[k] and prefix[k + 1]) or run[k] != 2:
+        return False
+    first, second = markers[k], markers[k + 1]
+    if not _same_sentence(text, first.end, second.start):
+        return False
+    if not _RE_PAIR_JOIN.search(text, first.end, second.start):
+        return False
+    rest = _RE_BRACKETED.sub(" ", text[second.end : _sentence_end(text, second.end)])
+    return not RE_FINITE_VERB.search(rest)  # (a verb inside brackets is a note's: "(thin curves show …)")
+
+
+_RE_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+_RE_PAIR_JOIN = re.compile(r"\S\s+(?:and|or)\s*$")
 _RE_CONJUNCT = re.compile(r" +((?:and|or) )")
 
 
@@ -989,6 +1016,7 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
     run = _prefix_runs(text, markers, prefix)
     prev_floor = floor
     prev: _Candidate | None = None
+    paired = False  # the previous marker opened the first clause of a pair (:func:`_paired`)
     led = False  # the open segment was opened by a sentence-initial marker in this sentence
     for k, c in enumerate(markers):
         joint = False
@@ -1010,7 +1038,8 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
                 if same and prev is not None and prev.style == "inline"
                 else None
             )
-            listed = k > 0 and _listed(text, markers, prefix, run, k - 1)
+            listed = k > 0 and (_listed(text, markers, prefix, run, k - 1) or paired)
+            paired = False
             if same and (led or listed):
                 # "(B) Intracellular lactate (C) external acidification", "for (A) WT, (B) KO, (C)":
                 # a label before its phrase opens its own clause-level panel
@@ -1023,6 +1052,10 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
                 # "Spectra of X showing (A) Y; (B) Z", "for (A) X, (B) Y": the text before the first
                 # label is the lead
                 seg_start = c.start
+            elif not opens and _paired(text, markers, prefix, run, k):
+                # "SEM images of (a) CS and (b) CS/rosemary … films": the caption's first two labels,
+                # each before its phrase, joined by "and": the lead, then one clause per panel
+                seg_start, paired = c.start, True
             elif clause is not None:
                 seg_start = clause
             elif same:
