@@ -1262,3 +1262,18 @@ def test_a_pair_of_labels_after_a_labelled_panel_stays_one_description() -> None
         "(mean ± SEM, n = 6)."
     )
     assert [labels for labels, _ in labelled(caption)] == [["a"], ["b", "c"]]
+
+
+def test_a_comma_label_after_its_noun_fills_the_gap_before_the_list() -> None:
+    # PLOS ONE 10.1371/journal.pone.0087236 figure 47 (CC BY), shortened: "of A, UA 9629; B, …; and C,
+    # …" -- B and C open clauses after ";", A follows the noun it completes
+    caption = (
+        "Intraspecific size range of Beelzebufo ampinga. Left squamosals of A, UA 9629; B, FMNH PR 2512 "
+        "(reversed for comparison); and C, UA 9614, all in dorsal view."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a"], ["b"], ["c"]]
+    # it only fills a gap: the vitamins are no panels where the labels start at (A)
+    assert labelled("Levels of A, D and E vitamins in mice. (A) Plasma. (B) Liver.") == [
+        (["a"], "(A) Plasma."),
+        (["b"], "(B) Liver."),
+    ]

@@ -447,6 +447,9 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             if kind is None or (kind == "glued" and style not in ("dot", "close")):
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
+                elif style == "comma" and _RE_OF_BEFORE.search(text, max(0, m.start() - 6), m.start()):
+                    # "Left squamosals of A, UA 9629; B, …": the first of a list after its noun
+                    add(m.start(), m.end(), style, m.group(1), False)
                 continue
             add(m.start(), m.end(), style, m.group(1), True, kind == "start" or _after_period(text, m.start()))
     for m in _RE_LISTED_MARKER.finditer(text, floor):
@@ -543,6 +546,9 @@ def _has_upper_roman_sub(list_text: str) -> bool:
         _RE_UPPER_ROMAN_SUB.fullmatch(t) and t.lower() not in _ROMAN
         for t in _RE_LIST_TOKEN.findall(list_text)
     )
+
+
+_RE_OF_BEFORE = re.compile(r"\s(?:of|in|for|from)\s$")
 
 
 def _relaxed_ok(text: str, pos: int) -> bool:
