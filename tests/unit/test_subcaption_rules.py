@@ -1277,3 +1277,15 @@ def test_a_comma_label_after_its_noun_fills_the_gap_before_the_list() -> None:
         (["a"], "(A) Plasma."),
         (["b"], "(B) Liver."),
     ]
+
+
+def test_panel_words_out_of_order_open_their_own_segments() -> None:
+    # PLOS ONE 10.1371/journal.pone.0026358 figure 2 (CC BY), shortened: panels named with the word
+    # "panel" in the order A, C, then B and D; C is no less a panel for coming before B
+    caption = (
+        "Fatigue scores in Rituximab and Placebo groups. In panel A, the self-reported Fatigue scores were "
+        "calculated for each patient every second week. In panel C, the physician-assessed Fatigue scores "
+        "were calculated from the mean of the same four symptoms. In panel B and D, estimated marginal means "
+        "for self-reported and physician-assessed Fatigue scores during follow-up are shown."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a"], ["c"], ["b", "d"]]

@@ -1393,7 +1393,9 @@ def _split_after(text: str, floor: int) -> list[Segment]:
             [c for c in cands if (c.at_boundary or c.style == "inline") and c.start not in abbreviations]
         )
     if not chain:
-        _, chain = _best_chain(_panel_word_candidates(text, floor))
+        # "In panel A, …. In panel C, …. In panel B and D, …": restated in their own words too
+        cands = _panel_word_candidates(text, floor)
+        _, chain = _best_chain(cands)
     if not chain:
         _, chain = _best_chain([c for c in _position_candidates(text, floor) if c.start >= floor])
         if len(chain) < 2:
