@@ -1289,3 +1289,20 @@ def test_panel_words_out_of_order_open_their_own_segments() -> None:
         "for self-reported and physician-assessed Fatigue scores during follow-up are shown."
     )
     assert [labels for labels, _ in labelled(caption)] == [["a"], ["c"], ["b", "d"]]
+
+
+def test_a_letter_after_a_word_with_its_initial_is_a_panel_among_consecutive_ones() -> None:
+    # Nature Communications 10.1038/s41467-025-57371-y figure 1 (CC BY), shortened (its "(c)," left
+    # out): "(i)" follows
+    # "sea-ice area, and" and "(c)" follows "CO2", but the letters around them in the sentence are the
+    # panels before and after: consecutive panels, not abbreviations
+    caption = (
+        "Time-series of the global annual mean (a) atmospheric CO2 concentrations, (b) surface air "
+        "temperatures, (d) ocean CO2 uptakes, (e) land CO2 uptakes, (f) air-sea ΔpCO2, (g) northern "
+        "hemisphere sea-ice area, (h) southern hemisphere sea-ice area, and (i) ocean mixed layer depths."
+    )
+    assert [labels for labels, _ in labelled(caption)][-2:] == [["h"], ["i"]]
+    # two letters that abbreviate their muscles out of panel order are still no panels
+    assert labelled("Sections of longitudinal muscle (L) and circular muscle (C) in the gut. (A) Wild type.") == [
+        (["a"], "(A) Wild type.")
+    ]

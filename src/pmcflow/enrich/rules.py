@@ -737,17 +737,22 @@ def _fill_gaps(
 def _abbreviations(text: str, cands: Sequence[_Candidate]) -> frozenset[int]:
     """Starts of inline letters that abbreviate the words before them, next to another such letter
     of their sentence that is out of panel order: "… longitudinal muscle (L) and circular muscle
-    (C)" names two muscles, not panels L and C ("axial (A) and coronal (B)" stays: increasing).
+    (C)" names two muscles, not panels L and C ("axial (A) and coronal (B)" stays: increasing), or
+    far from the inline letters of their sentence beside them ("(A) … region (R) …"; not "(h) southern
+    ice, and (i) mixed layer" after (a)-(g), nor "mean (a) CO2, (b) …, (c) …": consecutive panels).
     Linear in the candidates (running minima and maxima per sentence)."""
     groups: dict[tuple[str, int], list[_Candidate]] = {}
+    letters: dict[tuple[str, int], list[_Candidate]] = {}  # every inline letter of the sentence
     for c in cands:
         if c.style != "inline" or len(c.labels) != 1 or len(c.labels[0]) != 1:
             continue
+        key = (c.family, _sentence_start(text, c.start, 0))
+        letters.setdefault(key, []).append(c)
         words = _RE_WORDS_BEFORE.findall(text[max(0, c.start - 60) : c.start])[-ABBREVIATION_WORDS:]
         if any(w[0].lower() == c.labels[0] for w in words):
-            groups.setdefault((c.family, _sentence_start(text, c.start, 0)), []).append(c)
+            groups.setdefault(key, []).append(c)
     out: set[int] = set()
-    for group in groups.values():
+    for key, group in groups.items():
         group.sort(key=lambda c: c.start)
         tops = [_top(c.ords[0]) for c in group]
         n = len(tops)
@@ -760,10 +765,16 @@ def _abbreviations(text: str, cands: Sequence[_Candidate]) -> frozenset[int]:
         for i in range(n - 2, -1, -1):
             lo, hi = post[i + 1] if i < n - 2 else (tops[-1], tops[-1])
             post[i] = (min(lo, tops[i + 1]), max(hi, tops[i + 1]))
+        sentence = sorted(letters[key], key=lambda c: c.start)
+        where = {c.start: j for j, c in enumerate(sentence)}
         for i, t in enumerate(tops):
-            before = i > 0 and (pre[i][1] >= t or pre[i][0] < t - ABBREVIATION_MAX_STEP)
-            after = i < n - 1 and (post[i][0] <= t or post[i][1] > t + ABBREVIATION_MAX_STEP)
-            if before or after:
+            j = where[group[i].start]
+            far = (j > 0 and abs(t - _top(sentence[j - 1].ords[0])) > ABBREVIATION_MAX_STEP) or (
+                j + 1 < len(sentence) and abs(_top(sentence[j + 1].ords[0]) - t) > ABBREVIATION_MAX_STEP
+            )
+            before = i > 0 and pre[i][1] >= t
+            after = i < n - 1 and post[i][0] <= t
+            if (before or after or far) and n > 1:
                 out.add(group[i].start)
     return frozenset(out)
 
