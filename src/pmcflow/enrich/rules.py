@@ -48,6 +48,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 
 from pmcflow.enrich.boundaries import (
     RE_FINITE_VERB,
@@ -740,7 +741,7 @@ def _abbreviations(text: str, cands: Sequence[_Candidate]) -> frozenset[int]:
     (C)" names two muscles, not panels L and C ("axial (A) and coronal (B)" stays: increasing), or
     far from the inline letters of their sentence beside them ("(A) … region (R) …"; not "(h) southern
     ice, and (i) mixed layer" after (a)-(g), nor "mean (a) CO2, (b) …, (c) …": consecutive panels).
-    Linear in the candidates (running minima and maxima per sentence)."""
+    Linear in the candidates (a running maximum and minimum per sentence)."""
     groups: dict[tuple[str, int], list[_Candidate]] = {}
     letters: dict[tuple[str, int], list[_Candidate]] = {}  # every inline letter of the sentence
     for c in cands:
@@ -756,15 +757,9 @@ def _abbreviations(text: str, cands: Sequence[_Candidate]) -> frozenset[int]:
         group.sort(key=lambda c: c.start)
         tops = [_top(c.ords[0]) for c in group]
         n = len(tops)
-        # extremes of the letters before / after each one in its sentence
-        pre = [(tops[0], tops[0])] * n
-        for i in range(1, n):
-            lo, hi = pre[i - 1] if i > 1 else (tops[0], tops[0])
-            pre[i] = (min(lo, tops[i - 1]), max(hi, tops[i - 1]))
-        post = [(tops[-1], tops[-1])] * n
-        for i in range(n - 2, -1, -1):
-            lo, hi = post[i + 1] if i < n - 2 else (tops[-1], tops[-1])
-            post[i] = (min(lo, tops[i + 1]), max(hi, tops[i + 1]))
+        # the highest of these letters up to each one, the lowest from each one on (order breaks)
+        highest = list(accumulate(tops, max))
+        lowest = list(accumulate(reversed(tops), min))[::-1]
         sentence = sorted(letters[key], key=lambda c: c.start)
         where = {c.start: j for j, c in enumerate(sentence)}
         for i, t in enumerate(tops):
@@ -772,8 +767,8 @@ def _abbreviations(text: str, cands: Sequence[_Candidate]) -> frozenset[int]:
             far = (j > 0 and abs(t - _top(sentence[j - 1].ords[0])) > ABBREVIATION_MAX_STEP) or (
                 j + 1 < len(sentence) and abs(_top(sentence[j + 1].ords[0]) - t) > ABBREVIATION_MAX_STEP
             )
-            before = i > 0 and pre[i][1] >= t
-            after = i < n - 1 and post[i][0] <= t
+            before = i > 0 and highest[i - 1] >= t
+            after = i < n - 1 and lowest[i + 1] <= t
             if (before or after or far) and n > 1:
                 out.add(group[i].start)
     return frozenset(out)
