@@ -40,6 +40,15 @@ def _texts(text: str, spans: list[tuple[int, int]]) -> list[str]:
             "ChIP in HeLa cells for 2 h. (n = 3) Confocal images of HeLa cells.",
             ["ChIP in HeLa cells for 2 h.", "(n = 3)", "Confocal images of HeLa cells."],
         ),
+        # a bracket glued to the period it follows closes that sentence (real EMBO Mol Med legend,
+        # emmm.202012834 fig. 5: "… by ELISA.(n=3) The proliferation of …" is two panels)
+        (
+            "IL-2 was detected by ELISA.(n=3) The proliferation was monitored.",
+            ["IL-2 was detected by ELISA.(n=3)", "The proliferation was monitored."],
+        ),
+        ("Marked by arrows.(see Methods) and stars.", None),
+        # a DOI line (eLife legends in PMC end with one) opens no panel: it stays with the sentence
+        ("Each plot compares two parasegments. DOI: http://dx.doi.org/10.7554/eLife.02833.007", None),
         # abbreviations, initials, decimals and a glued upper-case pair do not cut
         ("See Fig. 2 and E. coli cells with 0.5 mM DMOG.Western blot of p53.", None),
         ("Expression in WT.ABC cells (data not shown).", None),
@@ -119,8 +128,10 @@ def test_sourcedata_label_less_legends() -> None:
     assert free["all"]["no_split"]["matched_at_0_9"] < 0.12
     # (legends whose text names labels inline, "… latency (A) and … viability (B) …", are among
     # them: their segments that lost a panel are cut too, 0.528 -> 0.595 / 0.571 -> 0.638; a legend
-    # whose places "Left: … Right: …" follow two panels' text: 0.613 / 0.656)
-    assert free["all"]["matched_at_0_9"] >= 0.61 and hinted["all"]["matched_at_0_9"] >= 0.65
+    # whose places "Left: … Right: …" follow two panels' text: 0.613 / 0.656; the refit after a
+    # bracket glued to a period closed its sentence: 0.607 / 0.656, one in-sample segment of
+    # msb.20209682 fig. 4 lost, none held out -- cross-validation below rose)
+    assert free["all"]["matched_at_0_9"] >= 0.605 and hinted["all"]["matched_at_0_9"] >= 0.65
     # held-out articles (never seen by the fit): 11 of their 16 label-less gold segments (7 before
     # labelled segments were cut; cross-validation below is the larger sample)
     assert free["test"]["matched_at_0_9"] >= 0.68 > free["test"]["no_split"]["matched_at_0_9"]
@@ -132,12 +143,12 @@ def test_cross_validation_by_article() -> None:
     cv = B.cross_validate(thresholds=(B.THRESHOLD,))
     assert cv["figures"] == {"sourcedata": 121, "pmc": 183}
     at = cv["thresholds"][f"{B.THRESHOLD:g}"]
-    # measured: 0.804 of the held-out folds' gold segments, 0.531 of the label-less legends' ones
-    # (0.800 / 0.517 before places after text that describes panels were read as inside a panel,
+    # measured: 0.808 of the held-out folds' gold segments, 0.531 of the label-less legends' ones
+    # (0.804 before a bracket glued to a sentence's period closed it, "ELISA.(n=3) The …"; 0.800 / 0.517 before places after text that describes panels were read as inside a panel,
     # 0.785 before labelled segments were cut by the count of panels their letters say they lost,
     # 0.773 / 0.490 before labelled segments that lost a panel were cut; 0.748 / 0.435 without the
     # panel-noun and acronym features, 0.08 with the body uncut)
-    assert at["segments_matched"] >= 0.802 and at["segments_matched_label_less"] >= 0.525
+    assert at["segments_matched"] >= 0.806 and at["segments_matched_label_less"] >= 0.525
     assert at["cut_f1"] >= 0.63
     # label-less legends' panels given to "subfigures" by order (rules.assign_by_order) with the
     # fold's model: measured 26 right of 28 assigned (of 136 panels); with no doubt margin 27 of 31

@@ -180,21 +180,22 @@ def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
     # cuts those legends between sentences (67 % of all segments matched without it), and labelled
     # segments that hold such a panel (80.6 % before), as many as their letters say they lost
     # (0.834 before that count); 0.851 with places after text that describes panels read as inside
-    # a panel (0.846 before)
-    assert res["all"]["matched_at_0_9"] >= 0.848
+    # a panel (0.846 before); 0.852 with a bracket glued to a period closing its sentence
+    assert res["all"]["matched_at_0_9"] >= 0.85
     assert res["all"]["matched_at_0_9"] > res["all"]["no_split"]["matched_at_0_9"] + 0.5
     # with the number of panels known (the pipeline knows its subfigures). 0.851 before bare lists
     # of letters ("B-C PBMC cells …") counted as markers: one legend that lost its single-letter
     hinted = evaluate_splitter(rows, panels_hint=True, include_baseline=False)
     # markers is now read by its two ranges and no longer cut by count alone (0.847); 0.862 with the
-    # count of lost panels, 0.867 with places inside a panel
-    assert hinted["all"]["matched_at_0_9"] >= 0.865 and hinted["test"]["matched_at_0_9"] >= 0.94
+    # count of lost panels, 0.867 with places inside a panel, 0.871 with the bracket glued to a period
+    assert hinted["all"]["matched_at_0_9"] >= 0.869 and hinted["test"]["matched_at_0_9"] >= 0.94
 
 
 def test_label_less_legends_go_to_subfigures_by_order_with_few_mistakes(rows: list[dict]) -> None:
     """The shipped model on the SourceData legends that lost every label, each gold panel playing a
-    subfigure: measured 33 pieces assigned, all 33 the curators' panel, of 146 panels (the dev
-    articles trained the model; tests/unit/test_caption_boundaries.py has the cross-validated count)."""
+    subfigure: measured 30 pieces assigned, all 30 the curators' panel, of 146 panels (33 of 33 before
+    the refit of the sentence fixes; the dev articles trained the model;
+    tests/unit/test_caption_boundaries.py has the cross-validated count)."""
     from pmcflow.enrich.evaluate import evaluate_order_assignment
 
     got = evaluate_order_assignment(rows)["all"]

@@ -99,6 +99,7 @@ _RE_LEADING_MARKER = re.compile(
     r"[A-Za-z]{1,2}\d?(?:\s*[-–—,]\s*[A-Za-z]{1,2}\d?)*\s*[.):])\s*"
 )
 # a bare marker ("B Western blot …", "D,E Gene …"): stripped only when it is the segment's own label
+_RE_LINK_LINE = re.compile(r"\s*(?:DOI:|doi:|https?://)")
 _RE_LEADING_BARE = re.compile(r"^([A-Za-z]{1,2}\d?)(?:\s*[-–—,]\s*[A-Za-z]{1,2}\d?)*\s+(?=\S)")
 
 
@@ -112,7 +113,8 @@ def sentence_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
 
     Looser than :func:`pmcflow.enrich.text.split_sentences`: the next sentence may open in lower
     case ("… 18 weeks in HFD. free fatty acids (J) …"), a period glued to a capitalised word cuts
-    ("mice.Muscle"), and a bracket that stands alone after a sentence ("(n = 3)") ends one.
+    ("mice.Muscle"), and a bracket that stands alone after a sentence ("(n = 3)") or is glued to its
+    period ("ELISA.(n=3) The …") ends one; a DOI or link line stays with the sentence before it.
     """
     cuts: list[int] = []
     n = len(text)
@@ -137,6 +139,18 @@ def sentence_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
                 and not is_abbreviation_stop(text, i)
             ):
                 cuts.append(j)  # "mice.Muscle": a label dropped with its markup
+            elif ch == "." and j == i + 1 and j < n and text[j] == "(" and not is_abbreviation_stop(text, i):
+                # "… by ELISA.(n=3) The …": a bracket glued to the sentence it closes
+                close = text.find(")", j, min(n, j + BRACKET_MAX_CHARS))
+                if (
+                    close > 0
+                    and "(" not in text[j + 1 : close]
+                    and text[close + 1 : close + 3][:1] == " "
+                    and text[close + 2 : close + 3].isupper()
+                    and not _RE_LABEL_ONLY.fullmatch(text[j + 1 : close].strip())
+                ):
+                    cuts.append(close + 1)
+                    i = close
         elif ch == "(" and cuts and text[cuts[-1] : i].strip() == "":
             # a bracket opening a sentence: cut after it when it closes and stands alone
             depth, j = 0, i
@@ -158,6 +172,8 @@ def sentence_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
                 cuts.append(j + 1)
                 i = j
         i += 1
+    # a DOI or link line ("… . DOI: http://dx.doi.org/10.7554/eLife.05502.003") opens no panel
+    cuts = [c for c in cuts if not _RE_LINK_LINE.match(text, c)]
     spans: list[tuple[int, int]] = []
     a = start
     for c in [*cuts, n]:
