@@ -1306,3 +1306,22 @@ def test_a_letter_after_a_word_with_its_initial_is_a_panel_among_consecutive_one
     assert labelled("Sections of longitudinal muscle (L) and circular muscle (C) in the gut. (A) Wild type.") == [
         (["a"], "(A) Wild type.")
     ]
+
+
+def test_a_list_restating_an_overview_marker_gives_each_panel_its_clause() -> None:
+    # Heliyon 10.1016/j.heliyon.2024.e31290 figure 3 (CC BY): "a–d." names the panels, then the
+    # sentence lists them, each label before its phrase; every item is a panel's clause
+    caption = (
+        "a–d. The geographical location of electricity-producing facilities: (a) hydro, (b) wind, "
+        "(c) biopower, and (d) the total renewable energy production (TWh/year)."
+    )
+    assert labelled(caption) == [
+        (["a", "b", "c", "d"], "a–d. The geographical location of electricity-producing facilities:"),
+        (["a"], "(a) hydro,"),
+        (["b"], "(b) wind,"),
+        (["c"], "(c) biopower, and"),
+        (["d"], "(d) the total renewable energy production (TWh/year)."),
+    ]
+    # with no overview marker before them, places named per panel make one note (eLife 05031 fig. 3)
+    note = "(A) Conservation. (B) Foci. (C) Schematic. (A) lower right, (B) top, residues are blue."
+    assert labelled(note)[-1] == (["a"], "(A) lower right, (B) top, residues are blue.")

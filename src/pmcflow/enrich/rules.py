@@ -975,6 +975,19 @@ def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bo
     return j if len(text[j : c.start].split()) >= min_words else None
 
 
+def _continues_restated_list(text: str, overview: _Candidate, prev: _Candidate, c: _Candidate) -> bool:
+    """``c`` (one label, before its phrase) takes up the next letter after the restated marker
+    ``prev`` in its sentence, after a comma, both within the chain's ``overview`` marker before
+    them: the list "(a) hydro, (b) wind, …" restating the overview "a–d."."""
+    return (
+        len(c.ords) == len(prev.ords) == 1
+        and {*prev.ords, *c.ords} <= set(overview.ords)
+        and _top(c.ords[0]) == _top(prev.ords[0]) + 1
+        and _same_sentence(text, prev.end, c.start)
+        and text[: c.start].rstrip().endswith((",", ", and", ", or", ";"))
+    )
+
+
 def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candidate]) -> list[_Candidate]:
     """Markers outside the chain that still open a segment of their own.
 
@@ -1003,9 +1016,11 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
                 continue
         elif c.style == "inline" and _is_prefix(text, c):
             nxt = chain[k] if k < len(chain) else None
-            if nxt is None or nxt.style != "inline" or not _is_prefix(text, nxt):
+            if k and out and _continues_restated_list(text, chain[k - 1], out[-1], c):
+                pass  # "a–d. … facilities: (a) hydro, (b) wind, (c) biopower, and (d) …"
+            elif nxt is None or nxt.style != "inline" or not _is_prefix(text, nxt):
                 continue
-            if not _same_sentence(text, c.end, nxt.start):
+            elif not _same_sentence(text, c.end, nxt.start):
                 continue
         else:
             continue
