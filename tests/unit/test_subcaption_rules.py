@@ -1325,3 +1325,22 @@ def test_a_list_restating_an_overview_marker_gives_each_panel_its_clause() -> No
     # with no overview marker before them, places named per panel make one note (eLife 05031 fig. 3)
     note = "(A) Conservation. (B) Foci. (C) Schematic. (A) lower right, (B) top, residues are blue."
     assert labelled(note)[-1] == (["a"], "(A) lower right, (B) top, residues are blue.")
+
+
+def test_a_gap_that_mid_sentence_letters_fill_costs_the_chain_nothing() -> None:
+    # PLOS Pathogens 10.1371/journal.ppat.1002769 figure 5 (CC BY): the sentence-initial markers
+    # (A), B), (E) skip C and D, which the sentence between them names after its phrases; the
+    # overview "(A–E)" alone used to outscore that chain, and C and D were left in B's segment
+    caption = (
+        "Profiles of Coordinated Temporal Gene Regulation. (A–E) Clusters of temporally co-regulated "
+        "genes were identified by correlation (>0.9) with synthetic profiles, indicated by red (A,B "
+        "(down), C–E) or blue (B, up) lines. (A) Genes transiently induced at day 2, followed by return "
+        "to control levels. B) Early induced (red) and repressed (black) genes with sustained altered "
+        "transcript levels. Genes with steadily increasing (C) or decreased (D) expression levels. (E) "
+        "Delayed induced genes."
+    )
+    assert labelled(caption)[-3:] == [
+        (["b"], "B) Early induced (red) and repressed (black) genes with sustained altered transcript levels."),
+        (["c", "d"], "Genes with steadily increasing (C) or decreased (D) expression levels."),
+        (["e"], "(E) Delayed induced genes."),
+    ]

@@ -620,10 +620,38 @@ def _switch_cost(a: str, b: str) -> float:
     return SWITCH_PENALTY
 
 
-def _family_chains(cands: Sequence[_Candidate]) -> dict[str, tuple[float, list[_Candidate]]]:
+def _filler_index(extras: Sequence[_Candidate], abbreviations: frozenset[int]) -> dict[tuple[str, int], list[int]]:
+    """Starts of the single-label mid-sentence markers, per (family, top-level label): the labels
+    :func:`_fill_gaps` could supply between two chain markers."""
+    index: dict[tuple[str, int], list[int]] = {}
+    for c in extras:
+        if len(c.ords) == 1 and c.start not in abbreviations:
+            index.setdefault((c.family, _top(c.ords[0])), []).append(c.start)
+    for starts in index.values():
+        starts.sort()
+    return index
+
+
+def _gap_filled(fillers: Mapping[tuple[str, int], list[int]], fam: str, prev: _Candidate, c: _Candidate) -> bool:
+    """Every top-level label skipped between chain markers ``prev`` and ``c`` is named by a
+    mid-sentence marker between them ("B) Early induced …. Genes with increasing (C) or decreased
+    (D) levels. (E) …")."""
+    for top in range(_top(prev.ords[-1]) + 1, _top(c.ords[0])):
+        starts = fillers.get((fam, top), [])
+        i = bisect_left(starts, prev.end)
+        if i >= len(starts) or starts[i] >= c.start:
+            return False
+    return True
+
+
+def _family_chains(
+    cands: Sequence[_Candidate], fillers: Mapping[tuple[str, int], list[int]] | None = None
+) -> dict[str, tuple[float, list[_Candidate]]]:
     """Per family, the highest-scoring acceptable chain: strictly increasing labels, in text order,
     non-overlapping. Dynamic programme over (ordinals, style) states of earlier markers: linear in the
-    candidates times the distinct markers of one family (small: markers repeat their labels)."""
+    candidates times the distinct markers of one family (small: markers repeat their labels).
+    ``fillers`` (:func:`_filler_index`): a gap whose every label a mid-sentence marker between the
+    two chain markers names costs no penalty (gap filling will supply them)."""
     out: dict[str, tuple[float, list[_Candidate]]] = {}
     by_family: dict[str, list[_Candidate]] = {}
     for c in cands:
@@ -652,6 +680,8 @@ def _family_chains(cands: Sequence[_Candidate]) -> dict[str, tuple[float, list[_
                 if not _follows(prev_ords, c.ords, c.at_boundary and c.style != "inline"):
                     continue
                 gap = _gap(prev_ords[-1], first)
+                if gap and fillers and _gap_filled(fillers, fam, fam_cands[j], c):
+                    gap = 0
                 sc = s_prev + c.weight - GAP_PENALTY * gap - _switch_cost(style, c.style)
                 if sc > s_best:
                     s_best, b_best = sc, j
@@ -683,7 +713,9 @@ def _best_chain(
     """
     chains = {
         fam: (score, _fill_gaps(chain, extras, abbreviations) if extras else list(chain))
-        for fam, (score, chain) in _family_chains(cands).items()
+        for fam, (score, chain) in _family_chains(
+            cands, _filler_index(extras, abbreviations) if extras else None
+        ).items()
     }
     if not chains:
         return 0.0, []
