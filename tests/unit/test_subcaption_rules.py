@@ -1344,3 +1344,23 @@ def test_a_gap_that_mid_sentence_letters_fill_costs_the_chain_nothing() -> None:
         (["c", "d"], "Genes with steadily increasing (C) or decreased (D) expression levels."),
         (["e"], "(E) Delayed induced genes."),
     ]
+
+
+def test_a_label_after_its_phrase_takes_its_whole_sentence_across_semicolons() -> None:
+    # PLOS ONE 10.1371/journal.pone.0016329 figure 4 (CC BY): "(D)" closes a sentence whose first
+    # clause, before the ";", names no panel of its own: the whole sentence describes D
+    caption = (
+        "Geographical distributions of genomically characterized mycobacteriophages. A–C. Geographical "
+        "distribution of the isolation sites of 60 previously described sequenced mycobacteriophages "
+        "according to cluster assignation: United States (A), India, Ireland, and Japan (B), and "
+        "Pittsburgh, PA (C). Locations of newly isolated mycobacteriophages reported in this study "
+        "colored according to cluster; locations of previously isolated genomes are shown in black (D)."
+    )
+    assert labelled(caption)[-1] == (
+        ["d"],
+        "Locations of newly isolated mycobacteriophages reported in this study colored according to "
+        "cluster; locations of previously isolated genomes are shown in black (D).",
+    )
+    # clauses that each end with their own label stay one clause each
+    listed = "Dependence on: the rate, vs (A); the constant, Km (B); the rate, vd (C) and the constant, Kd (D)."
+    assert [text for _, text in labelled(listed)][1] == "the constant, Km (B);"

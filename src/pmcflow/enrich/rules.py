@@ -862,6 +862,21 @@ def _sentence_breaks(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(starts), tuple(ends)
 
 
+def _before_semicolons(text: str, start: int, floor: int) -> int:
+    """``start`` (a sentence start) moved back over clauses that end in ";" and hold no marker (none
+    before ``floor``): "Locations of new isolates …; locations of previous ones are shown in black
+    (D)." is one description of D."""
+    while start > floor:
+        head = text[:start].rstrip(" ")
+        if not head.endswith(";"):
+            break
+        prev = _sentence_start(text, len(head) - 1, floor)
+        if prev >= start or prev <= floor:
+            break  # a marker ends in that clause
+        start = prev
+    return start
+
+
 def _sentence_start(text: str, pos: int, floor: int) -> int:
     """Start of the sentence containing ``pos``, not before ``floor`` (leading spaces skipped)."""
     starts = _sentence_breaks(text)[0]
@@ -1134,7 +1149,7 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
                 # "Analyses of X: Heatmap after (A) and before (B) …": a heading before a colon is lead
                 seg_start = _after_heading_colon(text, sentence, c.start)
             else:
-                seg_start = sentence
+                seg_start = _before_semicolons(text, sentence, prev_floor)
             led = led and same and not joint
         else:
             seg_start = c.start
