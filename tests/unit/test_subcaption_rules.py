@@ -1364,3 +1364,18 @@ def test_a_label_after_its_phrase_takes_its_whole_sentence_across_semicolons() -
     # clauses that each end with their own label stay one clause each
     listed = "Dependence on: the rate, vs (A); the constant, Km (B); the rate, vd (C) and the constant, Kd (D)."
     assert [text for _, text in labelled(listed)][1] == "the constant, Km (B);"
+
+
+def test_a_colour_key_of_comma_items_names_no_panels() -> None:
+    # PLOS ONE 10.1371/journal.pone.0016329 figure 11 (CC BY), shortened: "E, orange" after a ";"
+    # read as panel E after C; the key's items name clusters, out of panel order
+    caption = (
+        "Acquisition of an HNH homing endonuclease. A. Alignment of the Cluster E genomes. B. Phamily "
+        "circles of Phams 1706 and 1707. C. Phylogenetic reconstruction of Pham2942. Members are colored "
+        "according to cluster of parent genome: A1, green; F1, purple; E, orange; I1, blue; B3, yellow; "
+        "Omega is a singleton. The tree was drawn by NJPlot."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a"], ["b"], ["c"]]
+    # panels listed so, in order, stay panels (PLOS ONE squamosals, the dev set)
+    listed = "Left squamosals of A, UA 9629; B, FMNH PR 2278; and C, MNHN.F.MAE 3117."
+    assert [labels for labels, _ in labelled(listed)] == [["a"], ["b"], ["c"]]

@@ -471,7 +471,32 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     scale = _RE_SCALE_ZERO.search(text, floor)
     if scale is not None:  # "(0: Major worsening; 1: Moderate worsening; 2: …)": a scale, not panels
         found = {k: c for k, c in found.items() if c.family != "digit" or c.start < scale.start()}
-    return sorted(found.values(), key=lambda c: (c.start, -c.weight))
+    keys = _key_list_starts(text, found.values())
+    return sorted((c for c in found.values() if c.start not in keys), key=lambda c: (c.start, -c.weight))
+
+
+KEY_LIST_MIN_ITEMS = 3  # "A1, green; F1, purple; E, orange": items of a colour key
+KEY_ITEM_MAX_CHARS = 60  # text between two items of a key
+
+
+def _key_list_starts(text: str, cands: Iterable[_Candidate]) -> set[int]:
+    """Starts of "comma" markers that are the items of a key ("Members are colored according to
+    cluster: A1, green; F1, purple; E, orange; I1, blue; B3, yellow"): at least
+    :data:`KEY_LIST_MIN_ITEMS` of them in one sentence, separated by semicolons, their labels not in
+    increasing order. Panels listed so increase ("A, UA 9629; B, FMNH …; and C, …")."""
+    commas = sorted((c for c in cands if c.style == "comma"), key=lambda c: c.start)
+    out: set[int] = set()
+    run: list[_Candidate] = []
+    for c in [*commas, None]:
+        if c is not None and run:
+            between = text[run[-1].end : c.start]
+            if ";" in between and ". " not in between and len(between) <= KEY_ITEM_MAX_CHARS:
+                run.append(c)
+                continue
+        if len(run) >= KEY_LIST_MIN_ITEMS and any(b.ords[0] <= a.ords[-1] for a, b in zip(run, run[1:], strict=False)):
+            out.update(x.start for x in run)
+        run = [c] if c is not None else []
+    return out
 
 
 def _after_period(text: str, pos: int) -> bool:
