@@ -1379,3 +1379,18 @@ def test_a_colour_key_of_comma_items_names_no_panels() -> None:
     # panels listed so, in order, stay panels (PLOS ONE squamosals, the dev set)
     listed = "Left squamosals of A, UA 9629; B, FMNH PR 2278; and C, MNHN.F.MAE 3117."
     assert [labels for labels, _ in labelled(listed)] == [["a"], ["b"], ["c"]]
+
+
+def test_a_comma_label_list_that_runs_into_a_name_gives_its_first_label() -> None:
+    # PLOS ONE 10.1371/journal.pone.0046493 figure 3 (CC BY), shortened: "B, LipN and C," read as one
+    # list of labels that "LipN" spoils, so B and C were lost and with them every label
+    caption = (
+        "Protein-inhibitor adducts studies using mass spectrometry. Global mass modifications of A, "
+        "LipH; B, LipN and C, LipY after 30 min incubation with MmPPOX. D, PMF spectra of LipN before "
+        "(top) and after (bottom) incubation."
+    )
+    got = split_caption(caption, "Protein-inhibitor adducts studies using mass spectrometry.")
+    assert sorted({x for s in got for x in s.labels}) == ["a", "b", "c", "d"]
+    assert got[-1].labels == ["d"] and got[-1].text.startswith("D, PMF spectra")
+    # a name after "and" with a comma is still no label where no gap of the chain wants it
+    assert [labels for labels, _ in labelled("(A) Mice and E, coli strains. (B) Rats.")] == [["a"], ["b"]]

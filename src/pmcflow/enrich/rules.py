@@ -107,6 +107,7 @@ _RE_OPEN = re.compile(rf"[(\[]\s*({_LIST})(?=\s+[A-Z0-9][a-z0-9])")
 _RE_CLOSE = re.compile(rf"{_NO_WORD_BEFORE}(?<![(\[])({_LIST})\)")
 _RE_DOT = re.compile(rf"{_NO_WORD_BEFORE}({_LIST_DOT})\s?[.:](?![\w.])")
 _RE_COMMA = re.compile(rf"{_NO_WORD_BEFORE}({_LIST}),(?=\s)")
+_RE_COMMA_ONE = re.compile(rf"{_NO_WORD_BEFORE}({_ATOM}),(?=\s)")
 _RE_BARE = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+[A-Z0-9(\[])")
 _RE_BARE_LC = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+([a-z][a-z-]*))")
 # "Panel A, genomic map …", "In panels B–D, …", "Panel C: …", "Panel B (δH 2.4-4.0 ppm) shows …"
@@ -435,7 +436,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             continue
         add(m.start(), m.end(), "bare_lc", m.group(1), True)
     for regex, style in styles:
-        for m in regex.finditer(text):
+        for m in _matches(regex, style, text):
             if style == "bare" and _names_letters(text, m.start(), m.end()):
                 continue  # "a,b Different letters indicate …"
             if style == "comma" and _bare_list_at(text, m):
@@ -449,7 +450,8 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
                 elif style == "comma" and _RE_OF_BEFORE.search(text, max(0, m.start() - 6), m.start()):
-                    # "Left squamosals of A, UA 9629; B, …": the first of a list after its noun
+                    # "Left squamosals of A, UA 9629; B, …": the first of a list after its noun, or
+                    # the last after "and" ("of A, LipH; B, LipN and C, LipY"); they only fill gaps
                     add(m.start(), m.end(), style, m.group(1), False)
                 continue
             add(m.start(), m.end(), style, m.group(1), True, kind == "start" or _after_period(text, m.start()))
@@ -497,6 +499,22 @@ def _key_list_starts(text: str, cands: Iterable[_Candidate]) -> set[int]:
             out.update(x.start for x in run)
         run = [c] if c is not None else []
     return out
+
+
+def _matches(regex: re.Pattern[str], style: str, text: str) -> Iterator[re.Match[str]]:
+    """``regex.finditer(text)``, except that a "comma" list that reads as no labels ("B, LipN and C,
+    LipY": the list ran on into a name) gives its first label alone ("B,") and the search goes on
+    after it (so "C," is found too)."""
+    pos = 0
+    while (m := regex.search(text, pos)) is not None:
+        if style == "comma" and not _expand(m.group(1)):
+            one = _RE_COMMA_ONE.match(text, m.start())
+            pos = one.end() if one is not None else m.start() + 1
+            if one is not None:
+                yield one
+            continue
+        pos = m.end()
+        yield m
 
 
 def _after_period(text: str, pos: int) -> bool:
@@ -574,7 +592,7 @@ def _has_upper_roman_sub(list_text: str) -> bool:
     )
 
 
-_RE_OF_BEFORE = re.compile(r"\s(?:of|in|for|from)\s$")
+_RE_OF_BEFORE = re.compile(r"\s(?:of|in|for|from|and)\s$")
 
 
 def _relaxed_ok(text: str, pos: int) -> bool:
