@@ -1394,3 +1394,25 @@ def test_a_comma_label_list_that_runs_into_a_name_gives_its_first_label() -> Non
     assert got[-1].labels == ["d"] and got[-1].text.startswith("D, PMF spectra")
     # a name after "and" with a comma is still no label where no gap of the chain wants it
     assert [labels for labels, _ in labelled("(A) Mice and E, coli strains. (B) Rats.")] == [["a"], ["b"]]
+
+
+def test_a_restated_list_right_after_a_sentences_opening_phrase_opens_a_segment() -> None:
+    # Anatomia, Histologia, Embryologia 10.1111/ahe.70140 figure 8 (CC BY): the columns of a 2x2 grid
+    # restated after "In the first column", "In the second column" describe those panels
+    caption = (
+        "Photomicrographs of the jejunum (A and B) and colon (C and D). In the first column (A and C), "
+        "Alcian Blue staining highlights goblet cells (arrows). In the second column (B and D), Masson's "
+        "Trichrome staining demonstrates the organisation of the intestinal wall layers. 40× magnification."
+    )
+    assert labelled(caption) == [
+        (["a", "b", "c", "d"], "Photomicrographs of the jejunum (A and B) and colon (C and D)."),
+        (["a", "c"], "In the first column (A and C), Alcian Blue staining highlights goblet cells (arrows)."),
+        (
+            ["b", "d"],
+            "In the second column (B and D), Masson's Trichrome staining demonstrates the organisation of "
+            "the intestinal wall layers. 40× magnification.",
+        ),
+    ]
+    # a sentence that names other panels after the list is not one panel's: "twi (A, E), sim (B, F)"
+    listed = "(A) Wild type. (B) Mutant. (C) Rescue. (D) Control. Expression of twi (A, C), sim (B, D) by ISH."
+    assert [labels for labels, _ in labelled(listed)] == [["a"], ["b"], ["c"], ["d"]]

@@ -1078,6 +1078,21 @@ def _continues_restated_list(text: str, overview: _Candidate, prev: _Candidate, 
     )
 
 
+def _opens_its_sentence(text: str, c: _Candidate) -> bool:
+    """An inline list of labels right after a short opening phrase, before a comma, and the only
+    bracket of labels in its sentence: "In the first column (A and C), Alcian Blue staining …"
+    describes those panels (not "Expression of twi (A, E, H, L), sim (B, F, I, M), …")."""
+    if len(c.ords) < 2 or not text.startswith(",", c.end):
+        return False
+    start = _sentence_start(text, c.start, 0)
+    if len(text[start : c.start].split()) > OPENING_PHRASE_MAX_WORDS:
+        return False
+    return not _named_letters(text[c.end : _sentence_end(text, c.end)])
+
+
+OPENING_PHRASE_MAX_WORDS = 5
+
+
 def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candidate]) -> list[_Candidate]:
     """Markers outside the chain that still open a segment of their own.
 
@@ -1112,7 +1127,7 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
                 continue
             elif not _same_sentence(text, c.end, nxt.start):
                 continue
-        else:
+        elif not (c.style == "inline" and _opens_its_sentence(text, c)):
             continue
         out.append(c)
     return out
