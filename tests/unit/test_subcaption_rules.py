@@ -1416,3 +1416,20 @@ def test_a_restated_list_right_after_a_sentences_opening_phrase_opens_a_segment(
     # a sentence that names other panels after the list is not one panel's: "twi (A, E), sim (B, F)"
     listed = "(A) Wild type. (B) Mutant. (C) Rescue. (D) Control. Expression of twi (A, C), sim (B, D) by ISH."
     assert [labels for labels, _ in labelled(listed)] == [["a"], ["b"], ["c"], ["d"]]
+
+
+def test_an_overview_sentence_that_names_panels_is_their_segment_not_shared_text() -> None:
+    # PLOS Computational Biology 10.1371/journal.pcbi.1004453 figure 6 (CC BY): the sentence before
+    # "A." names all three panels after their phrases; the guide has it a segment of A, B and C
+    title = "Functional instability of M-RG rosettes."
+    caption = (
+        f"{title} Temporal variance of RS (A), B/A (B) and Speed (C) was calculated for each rosette over "
+        "time. A. E-RG rosettes are more stable in RS (p = 0.0009). B. E-RG rosettes are more stable in "
+        "B/A (p = 0.0006). C. E-RG rosettes are more stable in Speed (p = 0.03)."
+    )
+    got = split_caption(caption, title)
+    assert [s.labels for s in got] == [[], ["a", "b", "c"], ["a"], ["b"], ["c"]]
+    assert got[1].text == "Temporal variance of RS (A), B/A (B) and Speed (C) was calculated for each rosette over time."
+    # a lead that names one panel, or none, stays shared text
+    lead = split_caption(f"{title} Scale bar in (A), 10 µm. A. Stable. B. Unstable.", title)
+    assert [s.labels for s in lead] == [[], [], ["a"], ["b"]]

@@ -1225,9 +1225,10 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
     title = text[:floor].strip()
     if title:
         segments.append(Segment([], title))
-    lead = text[floor : opens[0].start].strip() if opens else text[floor:].strip()
-    if lead:
-        segments.append(Segment([], lead))
+    if opens:
+        segments.extend(_lead_segments(text, floor, opens[0].start, markers))
+    elif text[floor:].strip():
+        segments.append(Segment([], text[floor:].strip()))
     pending_labels: list[str] = []
     pending_start: int | None = None
     for k, op in enumerate(opens):
@@ -1253,6 +1254,30 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
             continue
         segments.append(Segment(all_labels, seg_text))
     return segments
+
+
+def _lead_segments(text: str, floor: int, end: int, markers: Sequence[_Candidate]) -> list[Segment]:
+    """The lead before the first panel segment: shared text, except from the first sentence that
+    names two or more of the panels in brackets on ("The horizontal maps show FWFsalt′ (a–e),
+    FWFdye′ (f–j), and their differences (k–o) at …. a, f, k At year 10. …"), which describes
+    those panels -- all it names -- as the annotation guide has it (a segment starts at the
+    sentence of a label placed after its phrase)."""
+    lead = text[floor:end]
+    if not lead.strip():
+        return []
+    top = max((o for c in markers for o in (_letter_ordinals(list(c.labels)) or [])), default=0)
+    starts = [floor] + [b for b in _sentence_breaks(text)[0] if floor < b < end]
+    for s in starts:
+        named = {o for o in _named_letters(text[s:end]) if o <= top}
+        if len(named) < 2:
+            continue
+        if len(_named_letters(text[s : _sentence_end(text, s + 1)])) < 2:
+            continue
+        shared = text[floor:s].strip()
+        return ([Segment([], shared)] if shared else []) + [
+            Segment([chr(96 + o) for o in sorted(named)], text[s:end].strip())
+        ]
+    return [Segment([], lead.strip())]
 
 
 def _dedupe(labels: Iterable[str]) -> list[str]:
