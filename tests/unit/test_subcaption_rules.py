@@ -1433,3 +1433,25 @@ def test_an_overview_sentence_that_names_panels_is_their_segment_not_shared_text
     # a lead that names one panel, or none, stays shared text
     lead = split_caption(f"{title} Scale bar in (A), 10 µm. A. Stable. B. Unstable.", title)
     assert [s.labels for s in lead] == [[], [], ["a"], ["b"]]
+
+
+def test_a_sentences_opening_list_after_in_or_panels_is_a_note_for_those_panels() -> None:
+    # Nature Communications 10.1038/s41467-025-57371-y figure 3 (CC BY): "Panels (c, f, i)" names
+    # the grid's third column, which the chain of lists before it skipped
+    caption = (
+        "Maps of ocean uptake of anthropogenic carbon. Spatial patterns of cumulative (1850–2100) "
+        "anthropogenic carbon uptake by the ocean under (a, b) historical + SSP1-2.6, (d, e) historical + "
+        "SSP2-4.5, and (g, h) historical + SSP5-8.5 scenarios for REF and Abiotic simulations. Panels "
+        "(c, f, i) depict differences between REF and Abiotic simulations."
+    )
+    assert labelled(caption, "Maps of ocean uptake of anthropogenic carbon.")[-1] == (
+        ["c", "f", "i"],
+        "Panels (c, f, i) depict differences between REF and Abiotic simulations.",
+    )
+    # Nature Communications 10.1038/s41467-024-54756-3 figure 4 (CC BY), shortened: "(z)", a symbol
+    # later in the sentence, is no other panel's bracket
+    note = (
+        "a Control simulation. b Water hosing experiment. c Anomaly (water hosing—control). In (a, b), "
+        "the shaded color represents the volume transport over each density bin (x-axis) and depth (z) bin."
+    )
+    assert [labels for labels, _ in labelled(note)] == [["a"], ["b"], ["c"], ["a", "b"]]

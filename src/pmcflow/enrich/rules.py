@@ -1078,16 +1078,21 @@ def _continues_restated_list(text: str, overview: _Candidate, prev: _Candidate, 
     )
 
 
-def _opens_its_sentence(text: str, c: _Candidate) -> bool:
+def _opens_its_sentence(text: str, c: _Candidate, top: int) -> bool:
     """An inline list of labels right after a short opening phrase, before a comma, and the only
-    bracket of labels in its sentence: "In the first column (A and C), Alcian Blue staining …"
-    describes those panels (not "Expression of twi (A, E, H, L), sim (B, F, I, M), …")."""
-    if len(c.ords) < 2 or not text.startswith(",", c.end):
+    bracket of the caption's labels (up to ``top``) in its sentence: "In the first column (A and
+    C), Alcian Blue staining …", "In (a, b), the shaded color … depth (z) bin …", "Panels (c, f, i)
+    depict …" describe those
+    panels (not "Expression of twi (A, E, H, L), sim (B, F, I, M), …")."""
+    if len(c.ords) < 2:
         return False
     start = _sentence_start(text, c.start, 0)
-    if len(text[start : c.start].split()) > OPENING_PHRASE_MAX_WORDS:
+    opening = text[start : c.start].split()
+    if len(opening) > OPENING_PHRASE_MAX_WORDS:
         return False
-    return not _named_letters(text[c.end : _sentence_end(text, c.end)])
+    if not text.startswith(",", c.end) and [w.lower() for w in opening] not in (["panel"], ["panels"]):
+        return False  # "Panels (c, f, i) depict differences …" needs no comma
+    return not any(o <= top for o in _named_letters(text[c.end : _sentence_end(text, c.end)]))
 
 
 OPENING_PHRASE_MAX_WORDS = 5
@@ -1111,8 +1116,12 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
     chain_starts = [c.start for c in chain]
     out: list[_Candidate] = []
     for c in sorted(cands, key=lambda c: (c.start, -c.weight)):
-        if c.family != fam or any(_top(o) > top_max for o in c.ords):
+        if c.family != fam or any(_top(o) > top_max + 1 for o in c.ords):
             continue
+        if any(_top(o) > top_max for o in c.ords) and not (
+            c.style == "inline" and _opens_its_sentence(text, c, top_max + 1)
+        ):
+            continue  # only a sentence's opening list may name the next label too ("Panels (c, f, i) …")
         k = bisect_left(chain_starts, c.end)  # chain[k]: the first chain marker from c's end on
         if (k and chain[k - 1].end > c.start) or (out and out[-1].end > c.start):
             continue  # overlaps a chain marker or a restatement already kept
@@ -1127,7 +1136,7 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
                 continue
             elif not _same_sentence(text, c.end, nxt.start):
                 continue
-        elif not (c.style == "inline" and _opens_its_sentence(text, c)):
+        elif not (c.style == "inline" and _opens_its_sentence(text, c, top_max)):
             continue
         out.append(c)
     return out
