@@ -108,9 +108,11 @@ def test_label_sets_hold_on_real_pmc_captions(pmc_rows: list[dict]) -> None:
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.05
         assert res[split]["label_set_accuracy_labelled"] >= 0.94, res[split]
     # the issue's segment measure: gold segments matched by a predicted one at token F1 >= 0.9
-    assert res["all"]["matched_at_0_9"] >= 0.96
-    assert res["dev"]["matched_at_0_9"] >= 0.98 and res["test"]["matched_at_0_9"] >= 0.88
-    assert res["all"]["shared_text_f1"] >= 0.95
+    # (this round: dev 0.980 -> 0.991, test 0.913 -> 0.930 with leads that name panels as their
+    # segments, shared-text F1 0.962 -> 0.982)
+    assert res["all"]["matched_at_0_9"] >= 0.975
+    assert res["dev"]["matched_at_0_9"] >= 0.985 and res["test"]["matched_at_0_9"] >= 0.92
+    assert res["all"]["shared_text_f1"] >= 0.975
 
 
 def test_label_sets_hold_on_plos_captions(plos_rows: list[dict]) -> None:
@@ -118,12 +120,12 @@ def test_label_sets_hold_on_plos_captions(plos_rows: list[dict]) -> None:
     # paleontology article, "A, dorsal; and B, ventral views") / test 0.981, batch 2 0.883 / 0.894,
     # batch 3 0.955 / 0.822
     res = evaluate_labelwise(plos_rows)
-    assert res["dev"]["label_set_accuracy"] >= 0.955 and res["test"]["label_set_accuracy"] >= 0.92
-    assert res["dev"]["matched_at_0_9"] >= 0.92
+    assert res["dev"]["label_set_accuracy"] >= 0.97 and res["test"]["label_set_accuracy"] >= 0.92
+    assert res["dev"]["matched_at_0_9"] >= 0.935  # 0.929 before this round's rules, 0.938 after
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy_labelled"] >= 0.91, res[split]
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.2
-    assert res["all"]["matched_at_0_9"] >= 0.90 and res["all"]["shared_text_f1"] >= 0.93
+    assert res["all"]["matched_at_0_9"] >= 0.915 and res["all"]["shared_text_f1"] >= 0.94
 
 
 def test_both_measures_hold_on_elife_captions() -> None:
@@ -141,8 +143,8 @@ def test_both_measures_hold_on_elife_captions() -> None:
 def test_both_measures_hold_on_the_pmc_style_sets_pooled(pmc_rows: list[dict], plos_rows: list[dict]) -> None:
     # the issue's two measures on the three label-wise sets together, split by article
     res = evaluate_labelwise([*pmc_rows, *plos_rows, *load_rows(ELIFE_SET)], include_baseline=False)
-    assert res["test"]["label_set_accuracy"] >= 0.935 and res["test"]["matched_at_0_9"] >= 0.90, res["test"]
-    assert res["dev"]["label_set_accuracy"] >= 0.965 and res["dev"]["matched_at_0_9"] >= 0.945, res["dev"]
+    assert res["test"]["label_set_accuracy"] >= 0.94 and res["test"]["matched_at_0_9"] >= 0.905, res["test"]
+    assert res["dev"]["label_set_accuracy"] >= 0.975 and res["dev"]["matched_at_0_9"] >= 0.955, res["dev"]
 
 
 def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_rows: list[dict]) -> None:
@@ -156,18 +158,21 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     # are none; "(A) through (D)"; a grid's one-row panel between row-and-column lists): dev 0.963 /
     # 0.908, test 0.923 / 0.784. The caption's first two labels before their phrases joined by "and"
     # ("SEM images of (a) CS and (b) CS/rosemary …") one clause each: segments 0.920 / 0.815
-    assert res["dev"]["label_set_accuracy"] >= 0.95 and res["dev"]["matched_at_0_9"] >= 0.915, res["dev"]
-    assert res["test"]["label_set_accuracy"] >= 0.92 and res["test"]["matched_at_0_9"] >= 0.80, res["test"]
+    # ("a–d. …: (a) hydro, (b) wind, …" restating an overview, leads naming panels, "Panels (c, f,
+    # i) depict …": dev 0.922 -> 0.940, held-out shared-text F1 0.905 -> 0.940)
+    assert res["dev"]["label_set_accuracy"] >= 0.965 and res["dev"]["matched_at_0_9"] >= 0.935, res["dev"]
+    assert res["test"]["label_set_accuracy"] >= 0.92 and res["test"]["matched_at_0_9"] >= 0.81, res["test"]
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.15
         assert res[split]["matched_at_0_9"] > res[split]["regex_baseline"]["matched_at_0_9"] + 0.25
-    assert res["all"]["shared_text_f1"] >= 0.89
+    assert res["all"]["shared_text_f1"] >= 0.945
     # the four PMC-style sets pooled (1,577 captions), split by article
     pooled = [*pmc_rows, *plos_rows, *load_rows(ELIFE_SET), *load_rows(PUBLISHERS_SET)]
     res = evaluate_labelwise(pooled, include_baseline=False)
-    # (segments 0.911 / test 0.869 before the pair rule above, 0.917 / 0.879 with it)
-    assert res["all"]["label_set_accuracy"] >= 0.95 and res["all"]["matched_at_0_9"] >= 0.915, res["all"]
-    assert res["test"]["label_set_accuracy"] >= 0.93 and res["test"]["matched_at_0_9"] >= 0.875, res["test"]
+    # (segments 0.911 / test 0.869 before the pair rule above, 0.917 / 0.879 with it; this round's
+    # rules 0.926 / 0.881)
+    assert res["all"]["label_set_accuracy"] >= 0.955 and res["all"]["matched_at_0_9"] >= 0.922, res["all"]
+    assert res["test"]["label_set_accuracy"] >= 0.935 and res["test"]["matched_at_0_9"] >= 0.878, res["test"]
 
 
 def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
