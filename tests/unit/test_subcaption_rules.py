@@ -1455,3 +1455,17 @@ def test_a_sentences_opening_list_after_in_or_panels_is_a_note_for_those_panels(
         "the shaded color represents the volume transport over each density bin (x-axis) and depth (z) bin."
     )
     assert [labels for labels, _ in labelled(note)] == [["a"], ["b"], ["c"], ["a", "b"]]
+
+
+def test_a_lead_sentence_naming_panels_in_bracketed_notes_is_their_segment() -> None:
+    # PLOS Computational Biology 10.1371/journal.pcbi.1004692 figure 1 (CC BY), shortened: "(a, 0.25
+    # mm)" and "(b, 2 mm)" name panels a and b with a note each
+    title = "Short- and long-range fascicles supported by different parameter selections."
+    caption = (
+        f"{title} The two columns compare short-range fascicles (left, U-fiber) and long-range fascicles "
+        "(right). The images show extremely different estimates using a low threshold (a, 0.25 mm) and "
+        "high threshold (b, 2 mm). a. The 0.25 mm results show a dense set. b. Conversely the 2 mm "
+        "results show a sparse set. c. Ensemble Tractography generates both."
+    )
+    got = [(s.labels, s.text[:20]) for s in split_caption(caption, title)]
+    assert got[:3] == [([], title[:20]), ([], "The two columns comp"), (["a", "b"], "The images show extr")]

@@ -1277,16 +1277,22 @@ def _lead_segments(text: str, floor: int, end: int, markers: Sequence[_Candidate
     top = max((o for c in markers for o in (_letter_ordinals(list(c.labels)) or [])), default=0)
     starts = [floor] + [b for b in _sentence_breaks(text)[0] if floor < b < end]
     for s in starts:
-        named = {o for o in _named_letters(text[s:end]) if o <= top}
+        named = {o for o in _lead_letters(text[s:end]) if o <= top}
         if len(named) < 2:
             continue
-        if len(_named_letters(text[s : _sentence_end(text, s + 1)])) < 2:
+        if len(_lead_letters(text[s : _sentence_end(text, s + 1)])) < 2:
             continue
         shared = text[floor:s].strip()
         return ([Segment([], shared)] if shared else []) + [
             Segment([chr(96 + o) for o in sorted(named)], text[s:end].strip())
         ]
     return [Segment([], lead.strip())]
+
+
+def _lead_letters(text: str) -> set[int]:
+    """Ordinals of the letters ``text`` names in brackets, notes too ("threshold (a, 0.25 mm)")."""
+    notes = (_letter_ordinals(sorted(_paren_labels(m.group(1)))) for m in _RE_PAREN_NOTE.finditer(text))
+    return _named_letters(text) | {o for ords in notes if ords for o in ords}
 
 
 def _dedupe(labels: Iterable[str]) -> list[str]:
