@@ -1469,3 +1469,20 @@ def test_a_lead_sentence_naming_panels_in_bracketed_notes_is_their_segment() -> 
     )
     got = [(s.labels, s.text[:20]) for s in split_caption(caption, title)]
     assert got[:3] == [([], title[:20]), ([], "The two columns comp"), (["a", "b"], "The images show extr")]
+
+
+def test_a_sentence_closing_with_every_panel_is_a_note_for_all() -> None:
+    # PLOS ONE 10.1371/journal.pone.0153170 figure 3 (CC BY), shortened: the last sentence names
+    # panels A to E after its phrase; it was glued to E's segment
+    caption = (
+        "The bargraphs in panels A-C show the decline of B-cells. Tregs were unaltered during CsA "
+        "treatment (D). The IFN-γ production of T-cells served as a positive control (E). Corresponding "
+        "representative dotplots or histograms are displayed on the right (A-E)."
+    )
+    assert labelled(caption)[-2:] == [
+        (["e"], "The IFN-γ production of T-cells served as a positive control (E)."),
+        (["a", "b", "c", "d", "e"], "Corresponding representative dotplots or histograms are displayed on the right (A-E)."),
+    ]
+    # a back-reference to some panels at a sentence's end stays in the panel's segment
+    some = "(A) Blots. (B) Quantification. (C) Controls as in (A, B)."
+    assert labelled(some)[-1] == (["c"], "(C) Controls as in (A, B).")

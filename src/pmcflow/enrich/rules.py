@@ -1098,6 +1098,19 @@ def _opens_its_sentence(text: str, c: _Candidate, top: int) -> bool:
 OPENING_PHRASE_MAX_WORDS = 5
 
 
+def _notes_every_panel(text: str, c: _Candidate, chain: Sequence[_Candidate], top: int) -> bool:
+    """An inline list that closes its sentence, after the chain's last marker, naming every panel
+    from the first to the last, the only bracket of labels in its sentence: "Corresponding
+    representative dotplots or histograms are displayed on the right (A-E)." is a note for all."""
+    tops = sorted({_top(o) for o in c.ords})
+    if len(tops) < 3 or tops[0] != 1 or tops[-1] != top or c.start < chain[-1].end:
+        return False
+    if not _closes_sentence(text, c.end):
+        return False
+    start = _sentence_start(text, c.start, 0)
+    return not any(o <= top for o in _named_letters(text[start : c.start]))
+
+
 def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candidate]) -> list[_Candidate]:
     """Markers outside the chain that still open a segment of their own.
 
@@ -1136,7 +1149,10 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
                 continue
             elif not _same_sentence(text, c.end, nxt.start):
                 continue
-        elif not (c.style == "inline" and _opens_its_sentence(text, c, top_max)):
+        elif not (
+            c.style == "inline"
+            and (_opens_its_sentence(text, c, top_max) or _notes_every_panel(text, c, chain, top_max))
+        ):
             continue
         out.append(c)
     return out
