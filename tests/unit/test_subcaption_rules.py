@@ -1486,3 +1486,20 @@ def test_a_sentence_closing_with_every_panel_is_a_note_for_all() -> None:
     # a back-reference to some panels at a sentence's end stays in the panel's segment
     some = "(A) Blots. (B) Quantification. (C) Controls as in (A, B)."
     assert labelled(some)[-1] == (["c"], "(C) Controls as in (A, B).")
+
+
+def test_a_contrasting_clause_closed_by_its_label_is_that_panels() -> None:
+    # PLOS ONE 10.1371/journal.pone.0153170 figure 3 (CC BY), shortened: "while …" closed by "(D)"
+    # describes D, not the panels A-C the sentence opened with
+    caption = (
+        "The bargraphs in panels A-C show the decline of B-cells compared to day 0 (in %) while the "
+        "percentage of Tregs was unaltered during CsA treatment (D). The IFN-γ production served as a "
+        "positive control (E)."
+    )
+    assert labelled(caption)[:2] == [
+        (["a", "b", "c"], "The bargraphs in panels A-C show the decline of B-cells compared to day 0 (in %)"),
+        (["d"], "while the percentage of Tregs was unaltered during CsA treatment (D)."),
+    ]
+    # "while" inside a label's own description, the sentence not closed by another label, stays
+    same = "(A) Wild type mice, while fasting. (B) Mutant mice."
+    assert labelled(same) == [(["a"], "(A) Wild type mice, while fasting."), (["b"], "(B) Mutant mice.")]

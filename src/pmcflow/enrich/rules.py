@@ -1026,6 +1026,7 @@ def _paired(
 _RE_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 _RE_PAIR_JOIN = re.compile(r"\S\s+(?:and|or)\s*$")
 _RE_CONJUNCT = re.compile(r" +((?:and|or) )")
+_RE_CONTRAST = re.compile(r"[ ,]((?:while|whereas) )")
 
 
 def _closes_sentence(text: str, pos: int) -> bool:
@@ -1053,6 +1054,11 @@ def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bo
     i = prev.end
     if i >= len(text):
         return None
+    contrast = max(_RE_CONTRAST.finditer(text, i, c.start), key=lambda m: m.start(), default=None)
+    if contrast is not None and _closes_sentence(text, c.end):
+        # "… show the decline of B-cells (in %) while the percentage of Tregs was unaltered (D).":
+        # a contrasting clause closed by its own label describes that panel
+        return contrast.start(1)
     if text[i] not in ",;":
         m = _RE_CONJUNCT.match(text, i)
         if m is None or not enumerating or not _closes_sentence(text, c.end):
