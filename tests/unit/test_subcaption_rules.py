@@ -1503,3 +1503,18 @@ def test_a_contrasting_clause_closed_by_its_label_is_that_panels() -> None:
     # "while" inside a label's own description, the sentence not closed by another label, stays
     same = "(A) Wild type mice, while fasting. (B) Mutant mice."
     assert labelled(same) == [(["a"], "(A) Wild type mice, while fasting."), (["b"], "(B) Mutant mice.")]
+
+
+def test_an_abbreviation_then_panels_in_one_bracket_labels_its_phrase() -> None:
+    # Nature Communications 10.1038/s41467-024-49604-3 figure 2 (CC BY), shortened: "(GMSAT, a–c)"
+    # and "(AMOC, d–f)" name the rows' panels after an abbreviation
+    caption = (
+        "Top to bottom rows show global-mean surface air temperature (GMSAT, a–c), intensity of the "
+        "Atlantic Meridional Overturning Circulation (AMOC, d–f), sea level rise (SLR) contributed by the "
+        "Greenland Ice Sheet (GIS) (g–i), and by the Antarctic Ice Sheet (AIS) (j–l)."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got][:2] == [["a", "b", "c"], ["d", "e", "f"]]
+    assert got[1][1] == "intensity of the Atlantic Meridional Overturning Circulation (AMOC, d–f),"
+    # one letter after an abbreviation is no panel list ("(CI, A)" is not read as panel A)
+    assert labelled("Odds ratios (OR, a) were computed. (B) Forest plot.") == [(["b"], "(B) Forest plot.")]

@@ -100,6 +100,7 @@ _RE_PAREN_RANGE = re.compile(
     rf"[(\[]\s*({_ATOM})\s*[)\]](?:\s*[-–—‐‑−]\s*|\s+(?:to|through)\s+)[(\[]\s*({_ATOM})\s*[)\]]"
 )
 # a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
+_RE_NOTE_PAREN = re.compile(rf"\((?:[A-Z][A-Za-z0-9-]{{1,9}}),\s+({_LIST})\)")
 _RE_PAREN_NOTE = re.compile(rf"[(\[]\s*({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
 # "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
 _RE_UPPER_ROMAN_SUB = re.compile(r"[A-Z]I{1,3}")
@@ -421,6 +422,10 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         if m.start() not in paren_starts:
             kind = _boundary_kind(text, m.start(), floor)
             add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None)
+    for m in _RE_NOTE_PAREN.finditer(text, floor):
+        # "surface air temperature (GMSAT, a–c)": an abbreviation, then the panels it is shown in
+        if len(_letter_ordinals(sorted(_paren_labels(m.group(1)))) or []) >= 2:
+            add(m.start(), m.end(), "inline", m.group(1), False)
     styles = (
         (_RE_OPEN, "open"),
         (_RE_CLOSE, "close"),
