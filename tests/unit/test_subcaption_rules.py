@@ -1518,3 +1518,19 @@ def test_an_abbreviation_then_panels_in_one_bracket_labels_its_phrase() -> None:
     assert got[1][1] == "intensity of the Atlantic Meridional Overturning Circulation (AMOC, d–f),"
     # one letter after an abbreviation is no panel list ("(CI, A)" is not read as panel A)
     assert labelled("Odds ratios (OR, a) were computed. (B) Forest plot.") == [(["b"], "(B) Forest plot.")]
+
+
+def test_a_grids_column_named_with_its_panels_opens_a_segment() -> None:
+    # Nature Communications 10.1038/s41467-024-49604-3 figure 2 (CC BY), shortened: after the rows
+    # (a–c), (d–f), (g–i), each column is described with its panels
+    caption = (
+        "Rows show temperature (GMSAT, a–c), overturning (AMOC, d–f), and sea level rise (SLR) (g–i). "
+        "Left column a, d, g, CO2 follows the SSP2-4.5 scenario. Middle column b, e, h, a more intensive "
+        "warming scenario. Right column c, f, i, same as middle column but showing the anomaly."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got][-3:] == [["a", "d", "g"], ["b", "e", "h"], ["c", "f", "i"]]
+    assert got[-2][1] == "Middle column b, e, h, a more intensive warming scenario."
+    # a column named without panels is text of the segment it is in
+    plain = "(A) Wild type. (B) Mutant. Left column shows day 1 and right column day 2."
+    assert labelled(plain)[-1] == (["b"], "(B) Mutant. Left column shows day 1 and right column day 2.")

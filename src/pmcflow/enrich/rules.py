@@ -113,6 +113,10 @@ _RE_BARE = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+[A-Z0-9(\[])")
 _RE_BARE_LC = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+([a-z][a-z-]*))")
 # "Panel A, genomic map …", "In panels B–D, …", "Panel C: …", "Panel B (δH 2.4-4.0 ppm) shows …"
 # opening a sentence (not "Panels B, G, and I were …": no label may follow the comma)
+_RE_GRID_WORD = re.compile(
+    r"(?:Left|Middle|Centre|Center|Right|Top|Bottom|Upper|Lower|First|Second|Third|Fourth)\s+"
+    rf"(?:columns?|rows?)\s+\(?({_LIST})\)?(?=\s*[,:])"
+)
 _RE_PANEL_WORD = re.compile(
     rf"(?:In\s+)?[Pp]anels?\s+({_LIST})(?:\s*[,:](?=\s)(?!\s+(?:(?:and|or)\s+)?[A-Za-z]\d?\b)|(?=\s+\())"
 )
@@ -632,6 +636,20 @@ def _panel_word_candidates(text: str, floor: int) -> list[_Candidate]:
             continue
         for fam, ords, labels in _expand(m.group(1)):
             if fam in ("upper", "lower", "digit"):
+                out.append(_Candidate(m.start(), m.end(), "dot", fam, ords, labels, _weight("dot", fam, ords), True))
+    return out
+
+
+def _grid_word_candidates(text: str, floor: int) -> list[_Candidate]:
+    """A grid's row or column named at a sentence start with its panels: "Left column a, d, g, j, m,
+    CO2 follows …", "Top row (A–C): …". Only restatements (:func:`_restatements`): they name panels
+    the chain has named already, one per row."""
+    out: list[_Candidate] = []
+    for m in _RE_GRID_WORD.finditer(text, floor):
+        if _boundary_kind(text, m.start(), floor) not in ("start", "sentence"):
+            continue
+        for fam, ords, labels in _expand(m.group(1)):
+            if fam in ("upper", "lower") and len(ords) > 1:
                 out.append(_Candidate(m.start(), m.end(), "dot", fam, ords, labels, _weight("dot", fam, ords), True))
     return out
 
@@ -1597,7 +1615,8 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         if floor and text[floor:].strip():
             return [Segment([], text[:floor].strip()), Segment([], text[floor:].strip())]
         return [Segment([], text)]
-    markers = sorted([*chain, *_restatements(text, cands, chain)], key=lambda c: c.start)
+    restated = _restatements(text, [*cands, *_grid_word_candidates(text, floor)], chain)
+    markers = sorted([*chain, *restated], key=lambda c: c.start)
     return _build_segments(text, markers, floor)
 
 
