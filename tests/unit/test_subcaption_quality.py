@@ -121,7 +121,7 @@ def test_label_sets_hold_on_plos_captions(plos_rows: list[dict]) -> None:
     # batch 3 0.955 / 0.822
     res = evaluate_labelwise(plos_rows)
     assert res["dev"]["label_set_accuracy"] >= 0.97 and res["test"]["label_set_accuracy"] >= 0.92
-    assert res["dev"]["matched_at_0_9"] >= 0.935  # 0.929 before this round's rules, 0.938 after
+    assert res["dev"]["matched_at_0_9"] >= 0.94  # 0.929 before this round's rules, 0.944 after
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy_labelled"] >= 0.91, res[split]
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.2
@@ -159,8 +159,9 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     # 0.908, test 0.923 / 0.784. The caption's first two labels before their phrases joined by "and"
     # ("SEM images of (a) CS and (b) CS/rosemary …") one clause each: segments 0.920 / 0.815
     # ("a–d. …: (a) hydro, (b) wind, …" restating an overview, leads naming panels, "Panels (c, f,
-    # i) depict …": dev 0.922 -> 0.940, held-out shared-text F1 0.905 -> 0.940)
-    assert res["dev"]["label_set_accuracy"] >= 0.965 and res["dev"]["matched_at_0_9"] >= 0.935, res["dev"]
+    # i) depict …", "(GMSAT, a–c)", "Left column a, d, g, …": dev 0.922 -> 0.954, held-out
+    # shared-text F1 0.905 -> 0.940)
+    assert res["dev"]["label_set_accuracy"] >= 0.97 and res["dev"]["matched_at_0_9"] >= 0.95, res["dev"]
     assert res["test"]["label_set_accuracy"] >= 0.92 and res["test"]["matched_at_0_9"] >= 0.81, res["test"]
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.15
@@ -170,8 +171,8 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     pooled = [*pmc_rows, *plos_rows, *load_rows(ELIFE_SET), *load_rows(PUBLISHERS_SET)]
     res = evaluate_labelwise(pooled, include_baseline=False)
     # (segments 0.911 / test 0.869 before the pair rule above, 0.917 / 0.879 with it; this round's
-    # rules 0.926 / 0.881)
-    assert res["all"]["label_set_accuracy"] >= 0.955 and res["all"]["matched_at_0_9"] >= 0.922, res["all"]
+    # rules 0.930 / 0.881)
+    assert res["all"]["label_set_accuracy"] >= 0.955 and res["all"]["matched_at_0_9"] >= 0.927, res["all"]
     assert res["test"]["label_set_accuracy"] >= 0.935 and res["test"]["matched_at_0_9"] >= 0.878, res["test"]
 
 
