@@ -98,8 +98,9 @@ _RE_LEADING_MARKER = re.compile(
     r"^(?:[(\[]\s*[A-Za-z]{1,2}\d?(?:\s*[-–—,]\s*[A-Za-z]{1,2}\d?)*\s*[)\]]|"
     r"[A-Za-z]{1,2}\d?(?:\s*[-–—,]\s*[A-Za-z]{1,2}\d?)*\s*[.):])\s*"
 )
-# a bare marker ("B Western blot …", "D,E Gene …"): stripped only when it is the segment's own label
+# a DOI or link line: no panel opens with it
 _RE_LINK_LINE = re.compile(r"\s*(?:DOI:|doi:|https?://)")
+# a bare marker ("B Western blot …", "D,E Gene …"): stripped only when it is the segment's own label
 _RE_LEADING_BARE = re.compile(r"^([A-Za-z]{1,2}\d?)(?:\s*[-–—,]\s*[A-Za-z]{1,2}\d?)*\s+(?=\S)")
 
 
@@ -145,7 +146,7 @@ def sentence_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
                 if (
                     close > 0
                     and "(" not in text[j + 1 : close]
-                    and text[close + 1 : close + 3][:1] == " "
+                    and text[close + 1 : close + 2] == " "
                     and text[close + 2 : close + 3].isupper()
                     and not _RE_LABEL_ONLY.fullmatch(text[j + 1 : close].strip())
                 ):

@@ -99,8 +99,9 @@ _RE_PAREN = re.compile(rf"[(\[]\s*({_LIST_PAREN})\.?\s*[)\]]")
 _RE_PAREN_RANGE = re.compile(
     rf"[(\[]\s*({_ATOM})\s*[)\]](?:\s*[-–—‐‑−]\s*|\s+(?:to|through)\s+)[(\[]\s*({_ATOM})\s*[)\]]"
 )
-# a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
+# an abbreviation, then the panels it is shown in: "(GMSAT, a–c)"
 _RE_NOTE_PAREN = re.compile(rf"\((?:[A-Z][A-Za-z0-9-]{{1,9}}),\s+({_LIST})\)")
+# a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
 _RE_PAREN_NOTE = re.compile(rf"[(\[]\s*({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
 # "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
 _RE_UPPER_ROMAN_SUB = re.compile(r"[A-Z]I{1,3}")
@@ -111,12 +112,13 @@ _RE_COMMA = re.compile(rf"{_NO_WORD_BEFORE}({_LIST}),(?=\s)")
 _RE_COMMA_ONE = re.compile(rf"{_NO_WORD_BEFORE}({_ATOM}),(?=\s)")
 _RE_BARE = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+[A-Z0-9(\[])")
 _RE_BARE_LC = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+([a-z][a-z-]*))")
-# "Panel A, genomic map …", "In panels B–D, …", "Panel C: …", "Panel B (δH 2.4-4.0 ppm) shows …"
-# opening a sentence (not "Panels B, G, and I were …": no label may follow the comma)
+# a grid's row or column named with its panels: "Left column a, d, g, CO2 …", "Top row (A–C): …"
 _RE_GRID_WORD = re.compile(
     r"(?:Left|Middle|Centre|Center|Right|Top|Bottom|Upper|Lower|First|Second|Third|Fourth)\s+"
     rf"(?:columns?|rows?)\s+\(?({_LIST})\)?(?=\s*[,:])"
 )
+# "Panel A, genomic map …", "In panels B–D, …", "Panel C: …", "Panel B (δH 2.4-4.0 ppm) shows …"
+# opening a sentence (not "Panels B, G, and I were …": no label may follow the comma)
 _RE_PANEL_WORD = re.compile(
     rf"(?:In\s+)?[Pp]anels?\s+({_LIST})(?:\s*[,:](?=\s)(?!\s+(?:(?:and|or)\s+)?[A-Za-z]\d?\b)|(?=\s+\())"
 )
@@ -428,7 +430,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None)
     for m in _RE_NOTE_PAREN.finditer(text, floor):
         # "surface air temperature (GMSAT, a–c)": an abbreviation, then the panels it is shown in
-        if len(_letter_ordinals(sorted(_paren_labels(m.group(1)))) or []) >= 2:
+        if len(_list_letters(m.group(1)) or []) >= 2:
             add(m.start(), m.end(), "inline", m.group(1), False)
     styles = (
         (_RE_OPEN, "open"),
@@ -601,6 +603,7 @@ def _has_upper_roman_sub(list_text: str) -> bool:
     )
 
 
+# the word before a "comma" label that opens ("of A, …") or closes ("… and C, …") a labelled list
 _RE_OF_BEFORE = re.compile(r"\s(?:of|in|for|from|and)\s$")
 
 
@@ -630,12 +633,20 @@ def _panel_word_candidates(text: str, floor: int) -> list[_Candidate]:
     Used only for captions without any other label marker: in a labelled caption such a sentence
     is a note about panels already described ("In panels D–F, the GFP concentrates in …").
     """
+    return _word_candidates(_RE_PANEL_WORD, text, floor, ("upper", "lower", "digit"), 1)
+
+
+def _word_candidates(
+    regex: re.Pattern[str], text: str, floor: int, families: Sequence[str], min_labels: int
+) -> list[_Candidate]:
+    """Labels named after a word at a sentence start (``regex``'s group 1), read in ``families``
+    and listing at least ``min_labels``, as sentence-initial "dot" markers."""
     out: list[_Candidate] = []
-    for m in _RE_PANEL_WORD.finditer(text, floor):
+    for m in regex.finditer(text, floor):
         if _boundary_kind(text, m.start(), floor) not in ("start", "sentence"):
             continue
         for fam, ords, labels in _expand(m.group(1)):
-            if fam in ("upper", "lower", "digit"):
+            if fam in families and len(ords) >= min_labels:
                 out.append(_Candidate(m.start(), m.end(), "dot", fam, ords, labels, _weight("dot", fam, ords), True))
     return out
 
@@ -644,14 +655,7 @@ def _grid_word_candidates(text: str, floor: int) -> list[_Candidate]:
     """A grid's row or column named at a sentence start with its panels: "Left column a, d, g, j, m,
     CO2 follows …", "Top row (A–C): …". Only restatements (:func:`_restatements`): they name panels
     the chain has named already, one per row."""
-    out: list[_Candidate] = []
-    for m in _RE_GRID_WORD.finditer(text, floor):
-        if _boundary_kind(text, m.start(), floor) not in ("start", "sentence"):
-            continue
-        for fam, ords, labels in _expand(m.group(1)):
-            if fam in ("upper", "lower") and len(ords) > 1:
-                out.append(_Candidate(m.start(), m.end(), "dot", fam, ords, labels, _weight("dot", fam, ords), True))
-    return out
+    return _word_candidates(_RE_GRID_WORD, text, floor, ("upper", "lower"), 2)
 
 
 def _position_candidates(text: str, floor: int) -> list[_Candidate]:
@@ -1107,12 +1111,14 @@ def _continues_restated_list(text: str, overview: _Candidate, prev: _Candidate, 
     )
 
 
+OPENING_PHRASE_MAX_WORDS = 5
+
+
 def _opens_its_sentence(text: str, c: _Candidate, top: int) -> bool:
     """An inline list of labels right after a short opening phrase, before a comma, and the only
     bracket of the caption's labels (up to ``top``) in its sentence: "In the first column (A and
     C), Alcian Blue staining …", "In (a, b), the shaded color … depth (z) bin …", "Panels (c, f, i)
-    depict …" describe those
-    panels (not "Expression of twi (A, E, H, L), sim (B, F, I, M), …")."""
+    depict …" describe those panels (not "Expression of twi (A, E, H, L), sim (B, F, I, M), …")."""
     if len(c.ords) < 2:
         return False
     start = _sentence_start(text, c.start, 0)
@@ -1122,9 +1128,6 @@ def _opens_its_sentence(text: str, c: _Candidate, top: int) -> bool:
     if not text.startswith(",", c.end) and [w.lower() for w in opening] not in (["panel"], ["panels"]):
         return False  # "Panels (c, f, i) depict differences …" needs no comma
     return not any(o <= top for o in _named_letters(text[c.end : _sentence_end(text, c.end)]))
-
-
-OPENING_PHRASE_MAX_WORDS = 5
 
 
 def _notes_every_panel(text: str, c: _Candidate, chain: Sequence[_Candidate], top: int) -> bool:
@@ -1160,9 +1163,11 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
     for c in sorted(cands, key=lambda c: (c.start, -c.weight)):
         if c.family != fam or any(_top(o) > top_max + 1 for o in c.ords):
             continue
-        if any(_top(o) > top_max for o in c.ords) and not (
-            c.style == "inline" and _opens_its_sentence(text, c, top_max + 1)
-        ):
+        beyond = any(_top(o) > top_max for o in c.ords)
+        # a list right after its sentence's opening words (the label after the chain's last counts
+        # among the other brackets of that sentence when the list names it too)
+        opening = c.style == "inline" and _opens_its_sentence(text, c, top_max + 1 if beyond else top_max)
+        if beyond and not opening:
             continue  # only a sentence's opening list may name the next label too ("Panels (c, f, i) …")
         k = bisect_left(chain_starts, c.end)  # chain[k]: the first chain marker from c's end on
         if (k and chain[k - 1].end > c.start) or (out and out[-1].end > c.start):
@@ -1178,10 +1183,7 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
                 continue
             elif not _same_sentence(text, c.end, nxt.start):
                 continue
-        elif not (
-            c.style == "inline"
-            and (_opens_its_sentence(text, c, top_max) or _notes_every_panel(text, c, chain, top_max))
-        ):
+        elif not (opening or (c.style == "inline" and _notes_every_panel(text, c, chain, top_max))):
             continue
         out.append(c)
     return out
@@ -1336,8 +1338,7 @@ def _lead_segments(text: str, floor: int, end: int, markers: Sequence[_Candidate
 
 def _lead_letters(text: str) -> set[int]:
     """Ordinals of the letters ``text`` names in brackets, notes too ("threshold (a, 0.25 mm)")."""
-    notes = (_letter_ordinals(sorted(_paren_labels(m.group(1)))) for m in _RE_PAREN_NOTE.finditer(text))
-    return _named_letters(text) | {o for ords in notes if ords for o in ords}
+    return _named_letters(text) | {o for _, ords in _bracket_letters(text, _RE_PAREN_NOTE) for o in ords}
 
 
 def _dedupe(labels: Iterable[str]) -> list[str]:
@@ -1448,11 +1449,17 @@ def _skips_letters(segments: Sequence[Segment]) -> bool:
     return bool(seen) and (seen[0] > 1 or any(b - a > 1 for a, b in zip(seen, seen[1:], strict=False)))
 
 
-def _bracket_letters(text: str) -> Iterator[tuple[str, list[int]]]:
+def _list_letters(list_text: str) -> list[int] | None:
+    """The ordinals of a label list's letters ("A, C" -> [1, 3]); None unless all are single letters."""
+    return _letter_ordinals(sorted(_paren_labels(list_text)))
+
+
+def _bracket_letters(text: str, pattern: re.Pattern[str] = _RE_PAREN) -> Iterator[tuple[str, list[int]]]:
     """Each bracket of single letters in ``text``: its inside and the letters' ordinals ("(A, C)" ->
-    ("A, C", [1, 3])); brackets of other labels (roman numerals, digits) are left out."""
-    for x in _RE_PAREN.finditer(text):
-        ords = _letter_ordinals(sorted(_paren_labels(x.group(1))))
+    ("A, C", [1, 3])); brackets of other labels (roman numerals, digits) are left out. ``pattern``:
+    :data:`_RE_PAREN_NOTE` for brackets of letters and a note ("(a, 0.25 mm)")."""
+    for x in pattern.finditer(text):
+        ords = _list_letters(x.group(1))
         if ords:
             yield x.group(1), ords
 
