@@ -1534,3 +1534,23 @@ def test_a_grids_column_named_with_its_panels_opens_a_segment() -> None:
     # a column named without panels is text of the segment it is in
     plain = "(A) Wild type. (B) Mutant. Left column shows day 1 and right column day 2."
     assert labelled(plain)[-1] == (["b"], "(B) Mutant. Left column shows day 1 and right column day 2.")
+
+
+def test_sub_panels_named_inside_their_panels_description_stay_in_it() -> None:
+    # Frontiers in Cellular Neuroscience 10.3389/fncel.2018.00477 figure 5 (PMC6291523, CC BY),
+    # shortened: "(A1)" and "(A2, blue lines)" name parts of panel A inside A's description
+    caption = (
+        "(A) Extracellular recordings were performed in the cortical layer V of brain slices (A1). LFPs "
+        "evoked by photostimulation (A2, blue lines) were faithfully reproduced in response to every "
+        "light pulse. (B) In vivo extracellular recordings of cortical layer V were performed (B1). In "
+        "vivo LFPs were successfully evoked by photostimulation (B2, blue lines)."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"]]
+    assert got[0][1].endswith("in response to every light pulse.")
+    # another panel's sub-panels named after their phrases still open that panel's segment
+    other = "(A) Overview of the setup. Recordings in slices (B1) and in vivo (B2)."
+    assert labelled(other) == [
+        (["a"], "(A) Overview of the setup."),
+        (["b"], "Recordings in slices (B1) and in vivo (B2)."),
+    ]

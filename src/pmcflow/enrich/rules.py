@@ -1217,6 +1217,16 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
             # "(B, C, E) Localization … either X (B, C) or Y (E) mRNA.": labels the open segment's
             # marker already named, in its sentence, refer back to it
             continue
+        if (
+            c.style == "inline"
+            and prev is not None
+            and prev.style != "inline"
+            and all(o % SUB for o in c.ords)
+            and {_top(o) for o in c.ords} <= {_top(o) for o in prev.ords}
+        ):
+            # "(A) Extracellular recordings … (A1). LFPs evoked by photostimulation (A2, blue lines)
+            # …": sub-panels named inside their panel's description belong to it
+            continue
         if c.style == "inline":
             sentence = _sentence_start(text, c.start, prev_floor)
             same = prev is not None and not text[prev_floor:sentence].strip()
