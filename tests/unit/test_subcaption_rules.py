@@ -1554,3 +1554,19 @@ def test_sub_panels_named_inside_their_panels_description_stay_in_it() -> None:
         (["a"], "(A) Overview of the setup."),
         (["b"], "Recordings in slices (B1) and in vivo (B2)."),
     ]
+
+
+def test_a_bare_marker_before_a_greek_letter_opens_a_segment() -> None:
+    # Nature Communications 10.1038/s41467-018-07286-8 figure 3 (CC BY), shortened: "g β2-chimaerin
+    # staining …" and "j β2-chimaerin staining …" open panels g and j
+    caption = (
+        "f Rac1 FRET ratio profiles of cells treated with siRNA. g β2-chimaerin staining compared to "
+        "Rac1 FRET in the same cells. h PAK1-iRFP recruitment following activation gradients. i PAK1-iRFP "
+        "recruitment after JLY cocktail. j β2-chimaerin staining after DMSO or JLY cocktail treatment."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["f"], ["g"], ["h"], ["i"], ["j"]]
+    assert got[1][1] == "g β2-chimaerin staining compared to Rac1 FRET in the same cells."
+    # a Greek letter after a mid-sentence article is no marker
+    plain = "(A) Strands that form a β-sheet. (B) Helices."
+    assert labelled(plain) == [(["a"], "(A) Strands that form a β-sheet."), (["b"], "(B) Helices.")]

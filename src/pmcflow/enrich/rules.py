@@ -110,7 +110,7 @@ _RE_CLOSE = re.compile(rf"{_NO_WORD_BEFORE}(?<![(\[])({_LIST})\)")
 _RE_DOT = re.compile(rf"{_NO_WORD_BEFORE}({_LIST_DOT})\s?[.:](?![\w.])")
 _RE_COMMA = re.compile(rf"{_NO_WORD_BEFORE}({_LIST}),(?=\s)")
 _RE_COMMA_ONE = re.compile(rf"{_NO_WORD_BEFORE}({_ATOM}),(?=\s)")
-_RE_BARE = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+[A-Z0-9(\[])")
+_RE_BARE = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+[A-Z0-9(\[α-ωΑ-Ω])")
 _RE_BARE_LC = re.compile(rf"{_NO_WORD_BEFORE}({_LIST})(?=\s+([a-z][a-z-]*))")
 # a grid's row or column named with its panels: "Left column a, d, g, CO2 …", "Top row (A–C): …"
 _RE_GRID_WORD = re.compile(
