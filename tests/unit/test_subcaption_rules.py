@@ -1570,3 +1570,25 @@ def test_a_bare_marker_before_a_greek_letter_opens_a_segment() -> None:
     # a Greek letter after a mid-sentence article is no marker
     plain = "(A) Strands that form a β-sheet. (B) Helices."
     assert labelled(plain) == [(["a"], "(A) Strands that form a β-sheet."), (["b"], "(B) Helices.")]
+
+
+def test_bare_markers_restating_a_bare_overview_list_open_their_own_segments() -> None:
+    # Nature Communications 10.1038/s41467-019-10418-3 figure 2 (CC BY), shortened: "c, d" describes
+    # both panels, then "c" and "d" each its own
+    caption = (
+        "a Flow chart for MOSD fabrication. b Schematic diagram of device encapsulation. c, d Images of "
+        "the MOSD wrapped around nerves with different diameters. c Mouse C7 nerve. d Mouse sciatic "
+        "nerve. e An image of the MOSD at its original length."
+    )
+    assert labelled(caption)[2:] == [
+        (["c", "d"], "c, d Images of the MOSD wrapped around nerves with different diameters."),
+        (["c"], "c Mouse C7 nerve."),
+        (["d"], "d Mouse sciatic nerve."),
+        (["e"], "e An image of the MOSD at its original length."),
+    ]
+    # a bracketed overview's last letter named as a subject stays in the overview's segment
+    bracketed = "(C) Adult VNS. (D–F) Adult nervous systems of flies. F shows a higher power view."
+    assert labelled(bracketed)[-1] == (
+        ["d", "e", "f"],
+        "(D–F) Adult nervous systems of flies. F shows a higher power view.",
+    )

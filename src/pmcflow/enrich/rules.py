@@ -1173,7 +1173,11 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
         if (k and chain[k - 1].end > c.start) or (out and out[-1].end > c.start):
             continue  # overlaps a chain marker or a restatement already kept
         if c.at_boundary and c.style != "inline":
-            if c.style not in STRONG_STYLES and not (c.style in styles and len(c.ords) > 1):
+            if (
+                c.style not in STRONG_STYLES
+                and not (c.style in styles and len(c.ords) > 1)
+                and not (k and _restates_overview(chain[k - 1], out[-1] if out else None, c))
+            ):
                 continue
         elif c.style == "inline" and _is_prefix(text, c):
             nxt = chain[k] if k < len(chain) else None
@@ -1187,6 +1191,18 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
             continue
         out.append(c)
     return out
+
+
+def _restates_overview(overview: _Candidate, last: _Candidate | None, c: _Candidate) -> bool:
+    """``c`` opens a sentence naming letters of the chain marker ``overview`` before it, that names
+    two or more, in order after any earlier such restatement, both bare (the Nature style): "c, d
+    Images of the MOSD wrapped around nerves. c Mouse C7 nerve. d Mouse sciatic nerve." (the overview,
+    then a segment per panel; not "(F–H) Adult nervous systems …. H shows a higher power view …")."""
+    if overview.style not in _BARE_STYLES or c.style not in _BARE_STYLES:
+        return False
+    if len(overview.ords) < 2 or not set(c.ords) <= set(overview.ords):
+        return False
+    return last is None or last.start < overview.start or last.ords[-1] < c.ords[0]
 
 
 def _continues_sub_panel(prev: _Candidate | None, c: _Candidate) -> bool:
