@@ -1592,3 +1592,19 @@ def test_bare_markers_restating_a_bare_overview_list_open_their_own_segments() -
         ["d", "e", "f"],
         "(D–F) Adult nervous systems of flies. F shows a higher power view.",
     )
+
+
+def test_primed_sub_panels_one_after_another_are_their_panels_segment() -> None:
+    # Frontiers in Neural Circuits 10.3389/fncir.2019.00004 figure 1 (CC BY), shortened: A, A′, A″
+    # and A″′ are parts of panel A
+    caption = (
+        "(A) Merged image (A′–A″′) of a sagittal section. (A′) Native GFP expression labeling targeted "
+        "neurons. (A″) Tyrosine hydroxylase (TH) staining. (A″′) P2A staining. Scale bar 1 mm. (B) "
+        "Example section used for quantification of overlap between TH and GFP."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"]]
+    assert got[0][1].endswith("(A″′) P2A staining. Scale bar 1 mm.")
+    # a panel's marker repeated without a prime opens a segment again, as the annotators have it
+    repeated = "(A) Explants. (B) To determine the specificity, explants were transduced. (B) Quantification."
+    assert [labels for labels, _ in labelled(repeated)] == [["a"], ["b"], ["b"]]

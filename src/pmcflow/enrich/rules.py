@@ -152,6 +152,7 @@ _POSTFIX_WORDS = frozenset(
      "illustrates", "display", "displays", "present", "presents", "compare", "compares"}
 )  # fmt: skip
 
+_PRIMES = "′″‴’'"
 _BARE_CONJUNCTIONS = frozenset({"and", "or", "&", "and/or"})
 
 _ROMAN = {
@@ -1333,6 +1334,17 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
             # trailing marker without text: attach to the previous segment
             last = segments.pop()
             segments.append(Segment(_dedupe(last.labels + all_labels), (last.text + " " + seg_text).strip()))
+            continue
+        if (
+            k
+            and segments
+            and segments[-1].labels == all_labels
+            and any(ch in _PRIMES for o in (opens[k - 1], op) for ch in text[o.marker_start : o.marker_end])
+        ):
+            # "(C–C″) Quantification …. (C–C′) Example image …. (C) GFP fluorescence. (C′) TH
+            # staining.": primed sub-panels of one panel, one after the other, are that panel's
+            last = segments.pop()
+            segments.append(Segment(all_labels, (last.text + " " + seg_text).strip()))
             continue
         segments.append(Segment(all_labels, seg_text))
     return segments
