@@ -1608,3 +1608,19 @@ def test_primed_sub_panels_one_after_another_are_their_panels_segment() -> None:
     # a panel's marker repeated without a prime opens a segment again, as the annotators have it
     repeated = "(A) Explants. (B) To determine the specificity, explants were transduced. (B) Quantification."
     assert [labels for labels, _ in labelled(repeated)] == [["a"], ["b"], ["b"]]
+
+
+def test_an_opening_list_naming_the_panels_just_described_is_a_note_in_their_segment() -> None:
+    # Frontiers in Cellular Neuroscience 10.3389/fncel.2019.00084 figure 4 (CC BY), shortened: "In
+    # (C–E), …" after E's description is a note on C to E, part of E's segment
+    caption = (
+        "(D) Relationship between oscillation frequency and firing frequency. (E) Relationship between "
+        "magnitude of oscillations and firing frequency. In (C–E), the data points are divided into "
+        "burst-first and pause-first units. (F) The histogram shows the percent change."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["d"], ["e"], ["f"]]
+    assert got[1][1].endswith("divided into burst-first and pause-first units.")
+    # one naming earlier panels only, after another panel's segment, is a note of its own
+    other = "a Control simulation. b Water hosing. c Anomaly. In (a, b), the shaded color is the transport."
+    assert labelled(other)[-1] == (["a", "b"], "In (a, b), the shaded color is the transport.")

@@ -1173,6 +1173,8 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
         k = bisect_left(chain_starts, c.end)  # chain[k]: the first chain marker from c's end on
         if (k and chain[k - 1].end > c.start) or (out and out[-1].end > c.start):
             continue  # overlaps a chain marker or a restatement already kept
+        if opening and not beyond and k and set(chain[k - 1].ords) <= set(c.ords):
+            continue  # "(C, D) …. In (C, D), see inset …": a note on the panels just described
         if c.at_boundary and c.style != "inline":
             if (
                 c.style not in STRONG_STYLES
