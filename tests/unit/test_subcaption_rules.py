@@ -1624,3 +1624,17 @@ def test_an_opening_list_naming_the_panels_just_described_is_a_note_in_their_seg
     # one naming earlier panels only, after another panel's segment, is a note of its own
     other = "a Control simulation. b Water hosing. c Anomaly. In (a, b), the shaded color is the transport."
     assert labelled(other)[-1] == (["a", "b"], "In (a, b), the shaded color is the transport.")
+
+
+def test_a_unit_in_lower_case_ms_ends_its_sentence() -> None:
+    # The Journal of Physiology 10.1113/JP276283 figure 4 (CC BY), shortened: "70 ms." ends the
+    # sentence before "B," (read as the title "Ms." before, so B was lost)
+    caption = (
+        "A, optical mapping of spontaneous heart activity, with a delay around 70 ms. B, the optical "
+        "system was used to reduce AV delay. C, a stationary AV block was established."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a"], ["b"], ["c"]]
+    from pmcflow.enrich.text import is_abbreviation_stop
+
+    assert not is_abbreviation_stop("around 70 ms. B", 12)
+    assert is_abbreviation_stop("as told by Ms. Smith", 13)  # the title, capitalised

@@ -23,6 +23,9 @@ ABBREVIATIONS = frozenset(
     }
 )  # fmt: skip
 
+# Titles that are abbreviations only when capitalised ("Dr. Smith"); lower case "ms." is milliseconds.
+_HONORIFICS = frozenset({"dr", "mr", "mrs", "ms", "prof"})
+
 _SENT_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+")
 
 
@@ -59,6 +62,8 @@ def is_abbreviation_stop(text: str, dot_pos: int) -> bool:
     if not word:
         return False
     core = word.rstrip(".").lower()
+    if core in _HONORIFICS and word[:1].islower():
+        return False  # "… delay around 70 ms. B, the …": a unit ending its sentence, not "Ms."
     if core in ABBREVIATIONS:
         return True
     # upper-case initial such as "E." in "E. coli" or "J. Smith" (not "for 24 h." nor "step 2.")
