@@ -1638,3 +1638,23 @@ def test_a_unit_in_lower_case_ms_ends_its_sentence() -> None:
 
     assert not is_abbreviation_stop("around 70 ms. B", 12)
     assert is_abbreviation_stop("as told by Ms. Smith", 13)  # the title, capitalised
+
+
+def test_the_terms_of_a_glossary_of_abbreviations_are_no_panel_labels() -> None:
+    # Frontiers in Behavioral Neuroscience 10.3389/fnbeh.2019.00050 figure 2 (CC BY), shortened:
+    # "D1, dopamine receptor D1; D2, …" among the abbreviations is no panel D
+    caption = (
+        "(A,B) Confocal images of EYFP-expressing cells. (C) Percentage of D1 or D2 mRNA-expressing "
+        "cells. Data show mean with SD. OT, olfactory tubercle; AAV, adeno-associated virus; D1, "
+        "dopamine receptor D1; D2, dopamine receptor D2; SD, standard deviation."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b"], ["c"]]
+    assert got[-1][1].endswith("SD, standard deviation.")
+    # The Journal of Physiology 10.1113/JP276283 figure A1 (CC BY): a single-panel legend that is
+    # a glossary names no panel
+    legend = "Custom mesoscope C, collimation lens; DC, dichroic mirror; F, filter; L, lens; M, mirror."
+    assert labelled(legend) == []
+    # panels listed so, each "letter, description", stay panels
+    listed = "Left squamosals of A, UA 9629; B, FMNH PR 2512; and C, UA 9614, all in dorsal view."
+    assert [labels for labels, _ in labelled(listed)] == [["a"], ["b"], ["c"]]

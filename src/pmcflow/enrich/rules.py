@@ -58,7 +58,7 @@ from pmcflow.enrich.boundaries import (
     segment_body,
     sentence_spans,
 )
-from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws
+from pmcflow.enrich.text import is_abbreviation_stop, normalize_ws, split_sentences
 
 # ---------------------------------------------------------------------------------------------
 # Public record
@@ -510,6 +510,42 @@ def _key_list_starts(text: str, cands: Iterable[_Candidate]) -> set[int]:
         if len(run) >= KEY_LIST_MIN_ITEMS and any(b.ords[0] <= a.ords[-1] for a, b in zip(run, run[1:], strict=False)):
             out.update(x.start for x in run)
         run = [c] if c is not None else []
+    return out | _glossary_starts(text, commas)
+
+
+# an item of a glossary: its term (up to 12 characters) before a comma; the sentence's first item
+# may follow a lead ("Custom mesoscope C, collimation lens; DC, …")
+_RE_GLOSSARY_TERM = re.compile(r"\s*(?:and\s+)?([^\s;,]{1,12}),\s")
+_RE_GLOSSARY_FIRST = re.compile(r"[^;,]*?\s([^\s;,]{1,12}),\s")
+_RE_LABEL_LIKE = re.compile(r"[A-Za-z](?:\d{1,2}|[′’']{1,2})?")
+
+
+def _glossary_starts(text: str, commas: Sequence[_Candidate]) -> set[int]:
+    """Starts of "comma" markers that are the terms of a glossary of abbreviations ("C, collimation
+    lens; DC, dichroic mirror; DMD, …; F, filter; L, lens", "OT, olfactory tubercle; …; D1,
+    dopamine receptor D1; D2, …"): items "term, meaning" separated by semicolons in one sentence,
+    at least :data:`KEY_LIST_MIN_ITEMS` of them, one term or more no panel label could be ("DC")."""
+    out: set[int] = set()
+    if not commas:
+        return out
+    spans = split_sentences(text)
+    starts = [a for a, _ in spans]
+    seen: set[int] = set()
+    for c in commas:
+        k = bisect_right(starts, c.start) - 1
+        if k < 0 or k in seen:
+            continue
+        seen.add(k)
+        start, end = spans[k]
+        terms: list[tuple[int, str]] = []
+        pos = start
+        for i, item in enumerate(text[start:end].split(";")):
+            m = _RE_GLOSSARY_TERM.match(item) or (_RE_GLOSSARY_FIRST.match(item) if i == 0 else None)
+            if m is not None:
+                terms.append((pos + m.start(1), m.group(1)))
+            pos += len(item) + 1
+        if len(terms) >= KEY_LIST_MIN_ITEMS and not all(_RE_LABEL_LIKE.fullmatch(t) for _, t in terms):
+            out.update(p for p, _ in terms)
     return out
 
 
