@@ -1658,3 +1658,19 @@ def test_the_terms_of_a_glossary_of_abbreviations_are_no_panel_labels() -> None:
     # panels listed so, each "letter, description", stay panels
     listed = "Left squamosals of A, UA 9629; B, FMNH PR 2512; and C, UA 9614, all in dorsal view."
     assert [labels for labels, _ in labelled(listed)] == [["a"], ["b"], ["c"]]
+
+
+def test_a_comma_label_that_lost_its_period_fills_the_gap_before_a_capitalised_word() -> None:
+    # eNeuro 10.1523/ENEURO.0087-18.2018 figure 1 (CC BY), shortened: the period before "B," is
+    # missing ("… by the Cre recombinase B, Dark-field image …")
+    caption = (
+        "A, The mice were obtained by crossing strains that can be activated by the Cre recombinase B, "
+        "Dark-field image of an unstained section showing the optic fiber. C, The CA1 area of the "
+        "hippocampus."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"]]
+    assert got[1][1] == "B, Dark-field image of an unstained section showing the optic fiber."
+    # no gap to fill: a name before a comma stays text ("vitamin D, Calcium")
+    plain = "A, Serum levels of vitamin D, Calcium and phosphate. B, Bone density."
+    assert [labels for labels, _ in labelled(plain)] == [["a"], ["b"]]

@@ -461,9 +461,13 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             if kind is None or (kind == "glued" and style not in ("dot", "close")):
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
-                elif style == "comma" and _RE_OF_BEFORE.search(text, max(0, m.start() - 6), m.start()):
+                elif style == "comma" and (
+                    _RE_OF_BEFORE.search(text, max(0, m.start() - 6), m.start())
+                    or _RE_CAPITALISED_AFTER.match(text, m.end())
+                ):
                     # "Left squamosals of A, UA 9629; B, …": the first of a list after its noun, or
-                    # the last after "and" ("of A, LipH; B, LipN and C, LipY"); they only fill gaps
+                    # the last after "and" ("of A, LipH; B, LipN and C, LipY"); "… by the Cre
+                    # recombinase B, Dark-field image of …" (a lost period); they only fill gaps
                     add(m.start(), m.end(), style, m.group(1), False)
                 continue
             add(m.start(), m.end(), style, m.group(1), True, kind == "start" or _after_period(text, m.start()))
@@ -641,6 +645,7 @@ def _has_upper_roman_sub(list_text: str) -> bool:
 
 
 # the word before a "comma" label that opens ("of A, …") or closes ("… and C, …") a labelled list
+_RE_CAPITALISED_AFTER = re.compile(r" [A-Z][a-z]")
 _RE_OF_BEFORE = re.compile(r"\s(?:of|in|for|from|and)\s$")
 
 
