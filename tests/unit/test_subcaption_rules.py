@@ -1674,3 +1674,16 @@ def test_a_comma_label_that_lost_its_period_fills_the_gap_before_a_capitalised_w
     # no gap to fill: a name before a comma stays text ("vitamin D, Calcium")
     plain = "A, Serum levels of vitamin D, Calcium and phosphate. B, Bone density."
     assert [labels for labels, _ in labelled(plain)] == [["a"], ["b"]]
+
+
+def test_bare_letters_listed_after_for_or_at_name_their_panels() -> None:
+    # Microsystems & Nanoengineering 10.1038/s41378-019-0061-6 figure 3 (CC BY), shortened: "for b
+    # plane 1, c plane 2, …" and "at f Tx center and g Tx periphery" name panels b-g
+    caption = (
+        "a The simulation model in HFSS. Magnetic flux distributions for b plane 1, c plane 2, d plane 3, "
+        "and e plane 4. Induced magnetic flux while the Rx is positioned at f Tx center and g Tx periphery."
+    )
+    assert sorted({lab for labels, _ in labelled(caption) for lab in labels}) == list("abcdefg")
+    # a letter after "for" that continues no panel list stays text
+    plain = "(A) Cells were treated for d days with drug. (B) Controls."
+    assert [labels for labels, _ in labelled(plain)] == [["a"], ["b"]]

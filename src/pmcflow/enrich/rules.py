@@ -628,7 +628,7 @@ def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
 # a lower-case letter (not the article "a", nor "i") listed after ", " / "; " / "and " before the
 # words of its description ("…, d absolute salinity (g kg−1), e potential density …")
 _RE_LISTED_BARE = re.compile(
-    r"(?:(?<=, )|(?<=; )|(?<=\band ))([b-hj-z])"
+    r"(?:(?<=, )|(?<=; )|(?<=\band )|(?<=\bfor )|(?<=\bat ))([b-hj-z])"
     r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(])"
 )
 _RE_LISTED_MARKER = re.compile(rf"(?<=, )({_LIST_DOT})(?:\s?[.:](?![\w.])|\)(?=\s))")
