@@ -1687,3 +1687,16 @@ def test_bare_letters_listed_after_for_or_at_name_their_panels() -> None:
     # a letter after "for" that continues no panel list stays text
     plain = "(A) Cells were treated for d days with drug. (B) Controls."
     assert [labels for labels, _ in labelled(plain)] == [["a"], ["b"]]
+
+
+def test_double_primed_sub_panel_ranges_are_markers() -> None:
+    # Frontiers in Neural Circuits 10.3389/fncir.2019.00004 figure 1 (CC BY), shortened: "(C–C″)"
+    # and "(D–D″)" open panels C and D
+    caption = (
+        "(B) Example section used for quantification. Scale bar 1 mm. (C–C″) Quantification in the VTA "
+        "of GFP and TH overlap. (C) GFP fluorescence. (C′) TH staining. (C″) Specificity of GFP "
+        "expression. (D–D″) Quantification in the SNc of GFP and TH overlap."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["b"], ["c"], ["d"]]
+    assert got[0][1] == "(B) Example section used for quantification. Scale bar 1 mm."

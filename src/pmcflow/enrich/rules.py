@@ -85,8 +85,9 @@ class Segment:
 # Label grammar
 # ---------------------------------------------------------------------------------------------
 # a sub-panel label: "A1", "b2", "A′", "Aii", "AI" (a roman numeral after the panel letter)
-_SUB_ATOM = r"[A-Za-z](?:\d{1,2}|[′’']{1,2}|i{1,3}|iv)|[A-Z]I{1,3}"
-_ATOM = rf"(?:[A-Za-z]{{1,5}}|\d{{1,2}}|{_SUB_ATOM})(?![A-Za-z0-9'′’])"
+_SUB_ATOM = r"[A-Za-z](?:\d{1,2}|[′’'″‴]{1,3}|i{1,3}|iv)|[A-Z]I{1,3}"
+_ATOM = rf"(?:[A-Za-z]{{1,5}}|\d{{1,2}}|{_SUB_ATOM})(?![A-Za-z0-9'′’″‴])"
+_PRIME_COUNT = {"″": 2, "‴": 3}  # primes a character stands for in a sub-panel label ("C″" = "C′′")
 _SEP = r"(?:\s*[-–—‐‑−]\s*|\s*,?\s*(?:and|to|through|&)\s+|\s*,\s*)"
 _SEP_DOT = r"(?:\.?\s*[-–—‐‑−]\s*|\.?\s*,?\s*(?:and|to|through|&)\s+|\.?\s*,\s*)"
 _SEP_PAREN = rf"(?:{_SEP}|\s*/\s*)"  # inside brackets "A/B" is a list too
@@ -242,7 +243,7 @@ def _atom_interpretations(atom: str) -> list[tuple[str, int, str]]:
         elif tail.lower() in _ROMAN:
             index = _ROMAN[tail.lower()]
         else:
-            index = len(tail)
+            index = sum(_PRIME_COUNT.get(ch, 1) for ch in tail)  # "A′" 1, "A″" 2, "A″′" 3
         if 1 <= index < SUB:
             fam = "upper" if letter.isupper() else "lower"
             out.append((fam, (ord(letter.lower()) - 96) * SUB + index, letter.lower()))
