@@ -190,8 +190,12 @@ def test_both_measures_on_neuroscience_captions(pmc_rows: list[dict], plos_rows:
     # first scores, before anything was tuned on them (the rules of 6c1cfe2): label set dev 0.964 /
     # test 0.957, segments matched 0.935 / 0.911, shared-text F1 0.983 / 0.966 (fixtures README)
     res = evaluate_labelwise(load_rows(NEURO_SET))
-    assert res["dev"]["label_set_accuracy"] >= 0.96 and res["dev"]["matched_at_0_9"] >= 0.93, res["dev"]
-    assert res["test"]["label_set_accuracy"] >= 0.95 and res["test"]["matched_at_0_9"] >= 0.91, res["test"]
+    # rules tuned on its dev split since (sub-panels inside their panel, a bare marker before a Greek
+    # letter, bare restatements of a bare overview list, primed sub-panels, notes on the panels just
+    # described, "ms.", glossaries, a comma label that lost its period, letters after "for"/"at",
+    # "C″"): label sets dev 0.964 -> 0.980, test 0.957 -> 0.964; segments 0.935 -> 0.966, 0.911 -> 0.919
+    assert res["dev"]["label_set_accuracy"] >= 0.975 and res["dev"]["matched_at_0_9"] >= 0.965, res["dev"]
+    assert res["test"]["label_set_accuracy"] >= 0.96 and res["test"]["matched_at_0_9"] >= 0.915, res["test"]
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.25
         assert res[split]["matched_at_0_9"] > res[split]["regex_baseline"]["matched_at_0_9"] + 0.4
@@ -199,8 +203,9 @@ def test_both_measures_on_neuroscience_captions(pmc_rows: list[dict], plos_rows:
     # the five PMC-style sets pooled (2,157 captions, 4,820 gold segments), split by article
     pooled = [*pmc_rows, *plos_rows, *load_rows(ELIFE_SET), *load_rows(PUBLISHERS_SET), *load_rows(NEURO_SET)]
     res = evaluate_labelwise(pooled, include_baseline=False)
-    assert res["all"]["label_set_accuracy"] >= 0.96 and res["all"]["matched_at_0_9"] >= 0.929, res["all"]
-    assert res["test"]["label_set_accuracy"] >= 0.94 and res["test"]["matched_at_0_9"] >= 0.889, res["test"]
+    # (first scores: all 0.962 / 0.930, held out 0.942 / 0.890)
+    assert res["all"]["label_set_accuracy"] >= 0.965 and res["all"]["matched_at_0_9"] >= 0.939, res["all"]
+    assert res["test"]["label_set_accuracy"] >= 0.942 and res["test"]["matched_at_0_9"] >= 0.892, res["test"]
 
 
 def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
