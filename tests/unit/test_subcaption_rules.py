@@ -1700,3 +1700,18 @@ def test_double_primed_sub_panel_ranges_are_markers() -> None:
     got = labelled(caption)
     assert [labels for labels, _ in got] == [["b"], ["c"], ["d"]]
     assert got[0][1] == "(B) Example section used for quantification. Scale bar 1 mm."
+
+
+def test_letters_listed_inside_one_sentence_are_a_captions_only_labels() -> None:
+    # BMC Cancer 10.1186/s12885-021-07930-5 figure 6 (CC BY): the panels are named only in a list
+    caption = (
+        "Survival analysis to verify the prognostic value of the hub RBPs in BLCA. Kaplan–Meier survival "
+        "curves of a GEMIN7, b OAS1, c APOBEC3H, d DARS2, e YTHDC1, and f RBMS3. P < 0.05 indicated "
+        "statistical significance"
+    )
+    assert sorted({lab for labels, _ in labelled(caption) for lab in labels}) == list("abcdef")
+    # BMC Genomics 10.1186/s12864-021-07450-3 figure 4 (CC BY): after a colon, one clause each
+    two = "The predictions were based on DETs for: a premeiosis (onset of apospory initials) and b anthesis"
+    assert labelled(two) == [(["a"], "a premeiosis (onset of apospory initials) and"), (["b"], "b anthesis")]
+    # the article "a" with no list after it names no panel
+    assert labelled("Expression of a GFP reporter in b cells of the islets.") == []

@@ -46,7 +46,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import accumulate
 
@@ -1680,6 +1680,28 @@ def _split_labels(caption: str, title: str | None) -> tuple[str, int, list[Segme
     return text, floor, segments
 
 
+# the first of letters listed inside a sentence, after its noun or a colon: "curves of a GEMIN7, b
+# OAS1, …", "pathways for: a premeiosis … and b anthesis"
+_RE_LISTED_FIRST = re.compile(r"(?:(?<=\bof )|(?<=\bfor )|(?<=\bfrom )|(?<=: ))a(?= (?!(?:and|or|to|is)\b)[A-Za-z(])")
+
+
+def _listed_letters_chain(text: str, floor: int, cands: Sequence[_Candidate]) -> list[_Candidate]:
+    """Letters a, b, c, … listed in one sentence, each before its phrase, the first after its noun
+    or a colon and the others after a comma, semicolon or "and" (:data:`_RE_LISTED_BARE`), as
+    inline markers: the chain of a caption that names its panels only so."""
+    listed = {c.start: c for c in cands if c.style == "bare_lc" and not c.at_boundary and len(c.ords) == 1}
+    for m in _RE_LISTED_FIRST.finditer(text, floor):
+        run = [_Candidate(m.start(), m.end(), "bare_lc", "lower", (SUB,), ("a",), 1.0, False, False)]
+        for c in sorted(listed.values(), key=lambda c: c.start):
+            if c.start > run[-1].end and _top(c.ords[0]) == _top(run[-1].ords[0]) + 1:
+                if not _same_sentence(text, run[-1].end, c.start):
+                    break
+                run.append(c)
+        if len(run) >= 2:
+            return [replace(c, style="inline") for c in run]
+    return []
+
+
 def _split_after(text: str, floor: int) -> list[Segment]:
     """:func:`split_caption` on normalised ``text`` with labels searched from ``floor`` on."""
     cands = [c for c in _candidates(text, floor) if c.start >= floor]
@@ -1692,6 +1714,10 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         _, chain = _best_chain(
             [c for c in cands if (c.at_boundary or c.style == "inline") and c.start not in abbreviations]
         )
+    if not chain:
+        # "Kaplan–Meier survival curves of a GEMIN7, b OAS1, c APOBEC3H, …": Nature-style letters
+        # listed inside one sentence, the caption's only labels
+        chain = _listed_letters_chain(text, floor, cands)
     if not chain:
         # "In panel A, …. In panel C, …. In panel B and D, …": restated in their own words too
         cands = _panel_word_candidates(text, floor)
