@@ -1715,3 +1715,15 @@ def test_letters_listed_inside_one_sentence_are_a_captions_only_labels() -> None
     assert labelled(two) == [(["a"], "a premeiosis (onset of apospory initials) and"), (["b"], "b anthesis")]
     # the article "a" with no list after it names no panel
     assert labelled("Expression of a GFP reporter in b cells of the islets.") == []
+
+
+def test_the_first_of_letters_listed_in_a_sentence_fills_the_chains_head() -> None:
+    # Malaria Journal 10.1186/s12936-021-03598-1 figure 5 (CC BY): "of a differentially expressed
+    # nORF …; b …; and c …" ("b" and "c" open after semicolons; "a" follows "of")
+    caption = (
+        "Predicted structures of a differentially expressed nORF (MSTRG.2270.1) using I-TASSER; b "
+        "differentially expressed intergenic nORF (MSTRG.4174.1) using QUARK; and c two AltORFs using QUARK"
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"]]
+    assert got[0][1] == "a differentially expressed nORF (MSTRG.2270.1) using I-TASSER;"

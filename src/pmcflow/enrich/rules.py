@@ -485,6 +485,9 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         # "c Peak temperature, d long-term stabilisation …, and e duration …": Nature-style panels
         # listed inside one sentence; for gap filling and the tail only (exact continuations)
         add(m.start(), m.end(), "bare_lc", m.group(1), False)
+    for m in _RE_LISTED_FIRST.finditer(text, floor):
+        # "derived from: a the total …; b the common …": the first of such a list
+        add(m.start(), m.end(), "bare_lc", "a", False)
     for m in _RE_REFERENCE.finditer(text, floor):
         add(m.start(1), m.end(1), "inline", m.group(1), False)
     scale = _RE_SCALE_ZERO.search(text, floor)
@@ -1689,10 +1692,13 @@ def _listed_letters_chain(text: str, floor: int, cands: Sequence[_Candidate]) ->
     """Letters a, b, c, … listed in one sentence, each before its phrase, the first after its noun
     or a colon and the others after a comma, semicolon or "and" (:data:`_RE_LISTED_BARE`), as
     inline markers: the chain of a caption that names its panels only so."""
-    listed = {c.start: c for c in cands if c.style == "bare_lc" and not c.at_boundary and len(c.ords) == 1}
-    for m in _RE_LISTED_FIRST.finditer(text, floor):
-        run = [_Candidate(m.start(), m.end(), "bare_lc", "lower", (SUB,), ("a",), 1.0, False, False)]
-        for c in sorted(listed.values(), key=lambda c: c.start):
+    listed = sorted(
+        (c for c in cands if c.style == "bare_lc" and len(c.ords) == 1),
+        key=lambda c: c.start,
+    )
+    for first in (c for c in listed if c.ords == (SUB,) and _RE_LISTED_FIRST.match(text, c.start)):
+        run = [first]
+        for c in listed:
             if c.start > run[-1].end and _top(c.ords[0]) == _top(run[-1].ords[0]) + 1:
                 if not _same_sentence(text, run[-1].end, c.start):
                     break
