@@ -629,12 +629,16 @@ def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
     return False
 
 
-# a lower-case letter (not the article "a", nor "i") listed after ", " / "; " / "and " before the
-# words of its description ("…, d absolute salinity (g kg−1), e potential density …")
+# a lower-case letter (not the article "a", nor "i") listed after ", " / "; " / "and " / "for " /
+# "at " before the words of its description ("…, d absolute salinity (g kg−1), e potential density
+# …", "distributions for b plane 1, c plane 2, …")
 _RE_LISTED_BARE = re.compile(
     r"(?:(?<=, )|(?<=; )|(?<=\band )|(?<=\bfor )|(?<=\bat ))([b-hj-z])"
     r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(])"
 )
+# the first of letters listed inside a sentence, after its noun or a colon: "curves of a GEMIN7, b
+# OAS1, …", "pathways for: a premeiosis … and b anthesis"
+_RE_LISTED_FIRST = re.compile(r"(?:(?<=\bof )|(?<=\bfor )|(?<=\bfrom )|(?<=: ))a(?= (?!(?:and|or|to|is)\b)[A-Za-z(])")
 _RE_LISTED_MARKER = re.compile(rf"(?<=, )({_LIST_DOT})(?:\s?[.:](?![\w.])|\)(?=\s))")
 # the first item of a numbered scale: "0:", "0)", "(0)" (panels are numbered from 1)
 _RE_SCALE_ZERO = re.compile(r"(?:(?<=[\s(\[;,])|^)(?:0\s?[:)]|\(0\))(?=\s)")
@@ -1681,11 +1685,6 @@ def _split_labels(caption: str, title: str | None) -> tuple[str, int, list[Segme
         if any(s.labels for s in whole):
             return text, 0, whole
     return text, floor, segments
-
-
-# the first of letters listed inside a sentence, after its noun or a colon: "curves of a GEMIN7, b
-# OAS1, …", "pathways for: a premeiosis … and b anthesis"
-_RE_LISTED_FIRST = re.compile(r"(?:(?<=\bof )|(?<=\bfor )|(?<=\bfrom )|(?<=: ))a(?= (?!(?:and|or|to|is)\b)[A-Za-z(])")
 
 
 def _listed_letters_chain(text: str, floor: int, cands: Sequence[_Candidate]) -> list[_Candidate]:
