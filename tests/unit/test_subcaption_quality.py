@@ -177,7 +177,8 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     # i) depict …", "(GMSAT, a–c)", "Left column a, d, g, …": dev 0.922 -> 0.954, held-out
     # shared-text F1 0.905 -> 0.940)
     assert res["dev"]["label_set_accuracy"] >= 0.97 and res["dev"]["matched_at_0_9"] >= 0.95, res["dev"]
-    assert res["test"]["label_set_accuracy"] >= 0.92 and res["test"]["matched_at_0_9"] >= 0.81, res["test"]
+    # (held out 0.923 / 0.815 -> 0.928 / 0.824 with the letters listed in one sentence, "of a …, b …")
+    assert res["test"]["label_set_accuracy"] >= 0.925 and res["test"]["matched_at_0_9"] >= 0.82, res["test"]
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.15
         assert res[split]["matched_at_0_9"] > res[split]["regex_baseline"]["matched_at_0_9"] + 0.25
@@ -188,7 +189,7 @@ def test_both_measures_on_other_publishers_captions(pmc_rows: list[dict], plos_r
     # (segments 0.911 / test 0.869 before the pair rule above, 0.917 / 0.879 with it; this round's
     # rules 0.930 / 0.881)
     assert res["all"]["label_set_accuracy"] >= 0.955 and res["all"]["matched_at_0_9"] >= 0.927, res["all"]
-    assert res["test"]["label_set_accuracy"] >= 0.935 and res["test"]["matched_at_0_9"] >= 0.878, res["test"]
+    assert res["test"]["label_set_accuracy"] >= 0.939 and res["test"]["matched_at_0_9"] >= 0.883, res["test"]
 
 
 def test_both_measures_on_neuroscience_captions(pmc_rows: list[dict], plos_rows: list[dict]) -> None:
@@ -198,9 +199,10 @@ def test_both_measures_on_neuroscience_captions(pmc_rows: list[dict], plos_rows:
     # rules tuned on its dev split since (sub-panels inside their panel, a bare marker before a Greek
     # letter, bare restatements of a bare overview list, primed sub-panels, notes on the panels just
     # described, "ms.", glossaries, a comma label that lost its period, letters after "for"/"at",
-    # "C″"): label sets dev 0.964 -> 0.980, test 0.957 -> 0.964; segments 0.935 -> 0.966, 0.911 -> 0.919
+    # "C″"): label sets dev 0.964 -> 0.980, test 0.957 -> 0.964 (0.971 with the listed letters below);
+    # segments 0.935 -> 0.966, 0.911 -> 0.919
     assert res["dev"]["label_set_accuracy"] >= 0.975 and res["dev"]["matched_at_0_9"] >= 0.965, res["dev"]
-    assert res["test"]["label_set_accuracy"] >= 0.96 and res["test"]["matched_at_0_9"] >= 0.915, res["test"]
+    assert res["test"]["label_set_accuracy"] >= 0.97 and res["test"]["matched_at_0_9"] >= 0.915, res["test"]
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.25
         assert res[split]["matched_at_0_9"] > res[split]["regex_baseline"]["matched_at_0_9"] + 0.4
@@ -217,8 +219,10 @@ def test_both_measures_on_molecular_and_cell_biology_captions(pmc_rows: list[dic
     # first scores, before anything was tuned on them (the rules of 3f1352a): label set dev 0.960 /
     # test 0.962, segments matched 0.860 / 0.919, shared-text F1 0.962 / 0.960 (fixtures README)
     res = evaluate_labelwise(load_rows(MOLBIO_SET))
-    assert res["dev"]["label_set_accuracy"] >= 0.955 and res["dev"]["matched_at_0_9"] >= 0.86, res["dev"]
-    assert res["test"]["label_set_accuracy"] >= 0.96 and res["test"]["matched_at_0_9"] >= 0.915, res["test"]
+    # then letters listed inside one sentence as a caption's only labels ("curves of a GEMIN7, b OAS1,
+    # …") and as the head of a chain: label sets dev 0.960 -> 0.976, test 0.962 -> 0.970
+    assert res["dev"]["label_set_accuracy"] >= 0.975 and res["dev"]["matched_at_0_9"] >= 0.865, res["dev"]
+    assert res["test"]["label_set_accuracy"] >= 0.965 and res["test"]["matched_at_0_9"] >= 0.915, res["test"]
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy"] > res[split]["regex_baseline"]["label_set_accuracy"] + 0.2
         assert res[split]["matched_at_0_9"] > res[split]["regex_baseline"]["matched_at_0_9"] + 0.25
@@ -226,8 +230,9 @@ def test_both_measures_on_molecular_and_cell_biology_captions(pmc_rows: list[dic
     # the six PMC-style sets pooled (2,585 captions, 5,915 gold segments), split by article
     others = [r for path in (ELIFE_SET, PUBLISHERS_SET, NEURO_SET, MOLBIO_SET) for r in load_rows(path)]
     res = evaluate_labelwise([*pmc_rows, *plos_rows, *others], include_baseline=False)
-    assert res["all"]["label_set_accuracy"] >= 0.964 and res["all"]["matched_at_0_9"] >= 0.928, res["all"]
-    assert res["test"]["label_set_accuracy"] >= 0.945 and res["test"]["matched_at_0_9"] >= 0.897, res["test"]
+    # (first scores: all 0.964 / 0.928, held out 0.946 / 0.897)
+    assert res["all"]["label_set_accuracy"] >= 0.967 and res["all"]["matched_at_0_9"] >= 0.929, res["all"]
+    assert res["test"]["label_set_accuracy"] >= 0.949 and res["test"]["matched_at_0_9"] >= 0.898, res["test"]
 
 
 def test_sourcedata_segments_matched_at_0_9(rows: list[dict]) -> None:
