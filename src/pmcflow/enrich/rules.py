@@ -484,10 +484,12 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     for m in _RE_LISTED_BARE.finditer(text, floor):
         # "c Peak temperature, d long-term stabilisation …, and e duration …": Nature-style panels
         # listed inside one sentence; for gap filling and the tail only (exact continuations)
-        add(m.start(), m.end(), "bare_lc", m.group(1), False)
+        if _listed_at(text, m.start(), _RE_LISTED_BEFORE):
+            add(m.start(), m.end(), "bare_lc", m.group(1), False)
     for m in _RE_LISTED_FIRST.finditer(text, floor):
         # "derived from: a the total …; b the common …": the first of such a list
-        add(m.start(), m.end(), "bare_lc", "a", False)
+        if _listed_at(text, m.start(), _RE_LISTED_FIRST_BEFORE):
+            add(m.start(), m.end(), "bare_lc", "a", False)
     for m in _RE_REFERENCE.finditer(text, floor):
         add(m.start(1), m.end(1), "inline", m.group(1), False)
     scale = _RE_SCALE_ZERO.search(text, floor)
@@ -630,15 +632,25 @@ def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
 
 
 # a lower-case letter (not the article "a", nor "i") listed after ", " / "; " / "and " / "for " /
-# "at " before the words of its description ("…, d absolute salinity (g kg−1), e potential density
-# …", "distributions for b plane 1, c plane 2, …")
+# "at " (:data:`_RE_LISTED_BEFORE`, checked apart: lookbehinds at every position were slow) before
+# the words of its description ("…, d absolute salinity (g kg−1), e potential density …",
+# "distributions for b plane 1, c plane 2, …")
 _RE_LISTED_BARE = re.compile(
-    r"(?:(?<=, )|(?<=; )|(?<=\band )|(?<=\bfor )|(?<=\bat ))([b-hj-z])"
+    r"(?<= )([b-hj-z])"
     r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(])"
 )
-# the first of letters listed inside a sentence, after its noun or a colon: "curves of a GEMIN7, b
-# OAS1, …", "pathways for: a premeiosis … and b anthesis"
-_RE_LISTED_FIRST = re.compile(r"(?:(?<=\bof )|(?<=\bfor )|(?<=\bfrom )|(?<=: ))a(?= (?!(?:and|or|to|is)\b)[A-Za-z(])")
+_RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bfor|\bat) $")
+# the first of letters listed inside a sentence, after its noun or a colon
+# (:data:`_RE_LISTED_FIRST_BEFORE`): "curves of a GEMIN7, b OAS1, …", "for: a premeiosis … and b …"
+_RE_LISTED_FIRST = re.compile(r"(?<= )a(?= (?!(?:and|or|to|is)\b)[A-Za-z(])")
+_RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|:) $")
+
+
+def _listed_at(text: str, pos: int, before: re.Pattern[str]) -> bool:
+    """The words right before ``pos`` are those ``before`` asks for (it ends in " $")."""
+    return before.search(text, max(0, pos - 6), pos) is not None
+
+
 _RE_LISTED_MARKER = re.compile(rf"(?<=, )({_LIST_DOT})(?:\s?[.:](?![\w.])|\)(?=\s))")
 # the first item of a numbered scale: "0:", "0)", "(0)" (panels are numbered from 1)
 _RE_SCALE_ZERO = re.compile(r"(?:(?<=[\s(\[;,])|^)(?:0\s?[:)]|\(0\))(?=\s)")
@@ -1695,7 +1707,12 @@ def _listed_letters_chain(text: str, floor: int, cands: Sequence[_Candidate]) ->
         (c for c in cands if c.style == "bare_lc" and len(c.ords) == 1),
         key=lambda c: c.start,
     )
-    for first in (c for c in listed if c.ords == (SUB,) and _RE_LISTED_FIRST.match(text, c.start)):
+    firsts = (
+        c
+        for c in listed
+        if c.ords == (SUB,) and _RE_LISTED_FIRST.match(text, c.start) and _listed_at(text, c.start, _RE_LISTED_FIRST_BEFORE)
+    )
+    for first in firsts:
         run = [first]
         for c in listed:
             if c.start > run[-1].end and _top(c.ords[0]) == _top(run[-1].ords[0]) + 1:
