@@ -1727,3 +1727,20 @@ def test_the_first_of_letters_listed_in_a_sentence_fills_the_chains_head() -> No
     got = labelled(caption)
     assert [labels for labels, _ in got] == [["a"], ["b"], ["c"]]
     assert got[0][1] == "a differentially expressed nORF (MSTRG.2270.1) using I-TASSER;"
+
+
+def test_a_key_naming_again_the_letters_of_the_panels_before_it_is_no_panel_list() -> None:
+    # Journal of Clinical Medicine 10.3390/jcm8081234 figure 1 (CC BY): the spots' key after panels
+    # A-C restarts at A
+    caption = (
+        "2-DE images of gels from three experimental groups. (A) Healthy pulp group. (B) Inflamed pulp "
+        "group. (C) Traumatic pulp group. Green circles indicate the spots that were excised for mass "
+        "spectrometry. A, type II keratin; B, annexin V chain A; C, mutant beta-actin; D, hemoglobin chain "
+        "B; E, hemoglobin chain A; F, hemoglobin alpha 1-2 hybrid."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"]]
+    assert got[-1][1].endswith("F, hemoglobin alpha 1-2 hybrid.")
+    # views listed so after an overview range are panels ("(A–C) Skull. A, dorsal; B, …")
+    views = "(A–C) Skull of the holotype. A, dorsal view; B, ventral view; C, lateral view."
+    assert [labels for labels, _ in labelled(views)][-3:] == [["a"], ["b"], ["c"]]

@@ -508,6 +508,7 @@ def _key_list_starts(text: str, cands: Iterable[_Candidate]) -> set[int]:
     cluster: A1, green; F1, purple; E, orange; I1, blue; B3, yellow"): at least
     :data:`KEY_LIST_MIN_ITEMS` of them in one sentence, separated by semicolons, their labels not in
     increasing order. Panels listed so increase ("A, UA 9629; B, FMNH …; and C, …")."""
+    cands = list(cands)
     commas = sorted((c for c in cands if c.style == "comma"), key=lambda c: c.start)
     out: set[int] = set()
     run: list[_Candidate] = []
@@ -517,10 +518,24 @@ def _key_list_starts(text: str, cands: Iterable[_Candidate]) -> set[int]:
             if ";" in between and ". " not in between and len(between) <= KEY_ITEM_MAX_CHARS:
                 run.append(c)
                 continue
-        if len(run) >= KEY_LIST_MIN_ITEMS and any(b.ords[0] <= a.ords[-1] for a, b in zip(run, run[1:], strict=False)):
+        if len(run) >= KEY_LIST_MIN_ITEMS and (
+            any(b.ords[0] <= a.ords[-1] for a, b in zip(run, run[1:], strict=False)) or _restarts_chain(run, cands)
+        ):
             out.update(x.start for x in run)
         run = [c] if c is not None else []
     return out | _glossary_starts(text, commas)
+
+
+def _restarts_chain(run: Sequence[_Candidate], cands: Iterable[_Candidate]) -> bool:
+    """The key ``run`` names again letters that opened panels of their own before it: "(A) Healthy
+    pulp group. (B) …. (C) …. Green circles indicate the excised spots. A, type II keratin; B,
+    annexin V; C, …; D, …" (the spots' key, not panels A to F again)."""
+    opened = {
+        c.ords[0]
+        for c in cands
+        if c.at_boundary and c.style in STRONG_STYLES and len(c.ords) == 1 and c.start < run[0].start
+    }
+    return all(x.ords[0] in opened for x in run[:2])
 
 
 # an item of a glossary: its term (up to 12 characters) before a comma; the sentence's first item
