@@ -1744,3 +1744,14 @@ def test_a_key_naming_again_the_letters_of_the_panels_before_it_is_no_panel_list
     # views listed so after an overview range are panels ("(A–C) Skull. A, dorsal; B, …")
     views = "(A–C) Skull of the holotype. A, dorsal view; B, ventral view; C, lateral view."
     assert [labels for labels, _ in labelled(views)][-3:] == [["a"], ["b"], ["c"]]
+
+
+def test_a_bracketed_range_with_through_glued_to_its_bracket() -> None:
+    # Virulence 10.1080/21505594.2020.1869384 figure 5 (CC BY), shortened: "(g)through (j)," with no
+    # space before "through"
+    caption = (
+        "(a), CD4+ T cells were identified. (b), Isotype controls. (c) through (f), The representative "
+        "results for each group. (g)through (j), The percentage of double-positive cells for each group."
+    )
+    got = labelled(caption)
+    assert got[-1] == (list("ghij"), "(g)through (j), The percentage of double-positive cells for each group.")

@@ -98,7 +98,7 @@ _NO_WORD_BEFORE = r"(?<![\w'’′.\-/])"
 
 _RE_PAREN = re.compile(rf"[(\[]\s*({_LIST_PAREN})\.?\s*[)\]]")
 _RE_PAREN_RANGE = re.compile(
-    rf"[(\[]\s*({_ATOM})\s*[)\]](?:\s*[-–—‐‑−]\s*|\s+(?:to|through)\s+)[(\[]\s*({_ATOM})\s*[)\]]"
+    rf"[(\[]\s*({_ATOM})\s*[)\]](?:\s*[-–—‐‑−]\s*|\s*(?:to|through)\s+)[(\[]\s*({_ATOM})\s*[)\]]"
 )
 # an abbreviation, then the panels it is shown in: "(GMSAT, a–c)"
 _RE_NOTE_PAREN = re.compile(rf"\((?:[A-Z][A-Za-z0-9-]{{1,9}}),\s+({_LIST})\)")
