@@ -85,9 +85,10 @@ class Segment:
 # Label grammar
 # ---------------------------------------------------------------------------------------------
 # a sub-panel label: "A1", "b2", "A′", "Aii", "AI" (a roman numeral after the panel letter)
-_SUB_ATOM = r"[A-Za-z](?:\d{1,2}|[′’'″‴]{1,3}|i{1,3}|iv)|[A-Z]I{1,3}"
-_ATOM = rf"(?:[A-Za-z]{{1,5}}|\d{{1,2}}|{_SUB_ATOM})(?![A-Za-z0-9'′’″‴])"
+_PRIMES = "′″‴’'"  # the characters that prime a sub-panel label ("A′", "C″", "B’")
 _PRIME_COUNT = {"″": 2, "‴": 3}  # primes a character stands for in a sub-panel label ("C″" = "C′′")
+_SUB_ATOM = rf"[A-Za-z](?:\d{{1,2}}|[{_PRIMES}]{{1,3}}|i{{1,3}}|iv)|[A-Z]I{{1,3}}"
+_ATOM = rf"(?:[A-Za-z]{{1,5}}|\d{{1,2}}|{_SUB_ATOM})(?![A-Za-z0-9{_PRIMES}])"
 _SEP = r"(?:\s*[-–—‐‑−]\s*|\s*,?\s*(?:and|to|through|&)\s+|\s*,\s*)"
 _SEP_DOT = r"(?:\.?\s*[-–—‐‑−]\s*|\.?\s*,?\s*(?:and|to|through|&)\s+|\.?\s*,\s*)"
 _SEP_PAREN = rf"(?:{_SEP}|\s*/\s*)"  # inside brackets "A/B" is a list too
@@ -153,7 +154,6 @@ _POSTFIX_WORDS = frozenset(
      "illustrates", "display", "displays", "present", "presents", "compare", "compares"}
 )  # fmt: skip
 
-_PRIMES = "′″‴’'"
 _BARE_CONJUNCTIONS = frozenset({"and", "or", "&", "and/or"})
 
 _ROMAN = {
@@ -488,7 +488,7 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             add(m.start(), m.end(), "bare_lc", m.group(1), False)
     for m in _RE_LISTED_FIRST.finditer(text, floor):
         # "derived from: a the total …; b the common …": the first of such a list
-        if _listed_at(text, m.start(), _RE_LISTED_FIRST_BEFORE):
+        if _listed_first_at(text, m.start()):
             add(m.start(), m.end(), "bare_lc", "a", False)
     for m in _RE_REFERENCE.finditer(text, floor):
         add(m.start(1), m.end(1), "inline", m.group(1), False)
@@ -666,6 +666,11 @@ def _listed_at(text: str, pos: int, before: re.Pattern[str]) -> bool:
     return before.search(text, max(0, pos - 6), pos) is not None
 
 
+def _listed_first_at(text: str, pos: int) -> bool:
+    """An "a" at ``pos`` opens letters listed in its sentence (:data:`_RE_LISTED_FIRST`)."""
+    return _RE_LISTED_FIRST.match(text, pos) is not None and _listed_at(text, pos, _RE_LISTED_FIRST_BEFORE)
+
+
 _RE_LISTED_MARKER = re.compile(rf"(?<=, )({_LIST_DOT})(?:\s?[.:](?![\w.])|\)(?=\s))")
 # the first item of a numbered scale: "0:", "0)", "(0)" (panels are numbered from 1)
 _RE_SCALE_ZERO = re.compile(r"(?:(?<=[\s(\[;,])|^)(?:0\s?[:)]|\(0\))(?=\s)")
@@ -679,8 +684,9 @@ def _has_upper_roman_sub(list_text: str) -> bool:
     )
 
 
-# the word before a "comma" label that opens ("of A, …") or closes ("… and C, …") a labelled list
+# a capitalised word after a "comma" label that lost its period ("… recombinase B, Dark-field …")
 _RE_CAPITALISED_AFTER = re.compile(r" [A-Z][a-z]")
+# the word before a "comma" label that opens ("of A, …") or closes ("… and C, …") a labelled list
 _RE_OF_BEFORE = re.compile(r"\s(?:of|in|for|from|and)\s$")
 
 
@@ -1722,12 +1728,8 @@ def _listed_letters_chain(text: str, floor: int, cands: Sequence[_Candidate]) ->
         (c for c in cands if c.style == "bare_lc" and len(c.ords) == 1),
         key=lambda c: c.start,
     )
-    firsts = (
-        c
-        for c in listed
-        if c.ords == (SUB,) and _RE_LISTED_FIRST.match(text, c.start) and _listed_at(text, c.start, _RE_LISTED_FIRST_BEFORE)
-    )
-    for first in firsts:
+    # the first "a" may also have been read as a marker opening its clause (": a premeiosis …")
+    for first in (c for c in listed if c.ords == (SUB,) and _listed_first_at(text, c.start)):
         run = [first]
         for c in listed:
             if c.start > run[-1].end and _top(c.ords[0]) == _top(run[-1].ords[0]) + 1:
