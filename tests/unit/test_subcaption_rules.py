@@ -1755,3 +1755,23 @@ def test_a_bracketed_range_with_through_glued_to_its_bracket() -> None:
     )
     got = labelled(caption)
     assert got[-1] == (list("ghij"), "(g)through (j), The percentage of double-positive cells for each group.")
+
+
+def test_interleaved_inline_lists_fill_the_gap_to_the_next_marker() -> None:
+    # Sci Rep PMC6545326 figure 7 (CC BY): "(c, e) … (d, f)" in one sentence, then "g, h"; the two
+    # lists together name c to f, so "g, h" continues the chain after b
+    caption = (
+        "System validation using Immuno-histology. a In vivo stimulation using a wirelessly-powered "
+        "neurostimulator on the V1 of an anaesthetized rat. b quantitative representation of c-Fos expressed "
+        "cells using cell sorting. Fluorecent images of mCherry (c, e) as well as c-Fos (d, f) expressions of "
+        "the control and stimulated cortices, respectively, obtained from the same cortical areas of the same "
+        "transfected animal. g, h c-Fos expressions of the control and stimulated cortices, respectively, "
+        "obtained from a non-transfected animal"
+    )
+    got = labelled(caption)
+    assert sorted(got[2][0]) == list("cdef")
+    assert got[2][1].startswith("Fluorecent images of mCherry (c, e)")
+    assert got[3] == (["g", "h"], caption[caption.index("g, h c-Fos") :])
+    # one inline list alone still fills only its own labels
+    single = caption.replace(" as well as c-Fos (d, f) expressions", " expressions")
+    assert labelled(single)[2][0] == ["c", "e"]

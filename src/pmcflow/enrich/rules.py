@@ -774,12 +774,17 @@ def _switch_cost(a: str, b: str) -> float:
 
 
 def _filler_index(extras: Sequence[_Candidate], abbreviations: frozenset[int]) -> dict[tuple[str, int], list[int]]:
-    """Starts of the single-label mid-sentence markers, per (family, top-level label): the labels
-    :func:`_fill_gaps` could supply between two chain markers."""
+    """Starts of the single-label mid-sentence markers and of the inline lists, per (family,
+    top-level label): the labels :func:`_fill_gaps` could supply between two chain markers."""
     index: dict[tuple[str, int], list[int]] = {}
     for c in extras:
-        if len(c.ords) == 1 and c.start not in abbreviations:
+        if c.start in abbreviations:
+            continue
+        if len(c.ords) == 1:
             index.setdefault((c.family, _top(c.ords[0])), []).append(c.start)
+        elif c.style == "inline":
+            for o in c.ords:
+                index.setdefault((c.family, _top(o)), []).append(c.start)
     for starts in index.values():
         starts.sort()
     return index
@@ -901,6 +906,7 @@ def _fill_gaps(
         while k < len(pool) and pool[k].start < lo_pos:
             k += 1
         last_ord, last_end = lo_ord, lo_pos
+        last_ords: tuple[int, ...] = prev.ords if prev else (0,)
         j = k
         while j < len(pool) and pool[j].start < hi_pos:
             c = pool[j]
@@ -911,9 +917,12 @@ def _fill_gaps(
                 continue  # at the tail only an exact continuation counts
             if nxt is None and prev is None:
                 continue
-            if last_ord < c.ords[0] and c.ords[-1] < hi_ord:
+            # a second inline list interleaved with the filler before it ("mCherry (c, e) as well
+            # as c-Fos (d, f)") supplies its labels too
+            interleaved = bool(out) and out[-1] is not prev and c.style == "inline" and _follows(last_ords, c.ords)
+            if (last_ord < c.ords[0] or interleaved) and c.ords[-1] < hi_ord:
                 out.append(c)
-                last_ord, last_end = c.ords[-1], c.end
+                last_ord, last_end, last_ords = max(last_ord, c.ords[-1]), c.end, c.ords
         if nxt is not None:
             out.append(nxt)
         prev = nxt if nxt is not None else prev
