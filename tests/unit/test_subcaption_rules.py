@@ -1775,3 +1775,18 @@ def test_interleaved_inline_lists_fill_the_gap_to_the_next_marker() -> None:
     # one inline list alone still fills only its own labels
     single = caption.replace(" as well as c-Fos (d, f) expressions", " expressions")
     assert labelled(single)[2][0] == ["c", "e"]
+
+
+def test_an_a_after_the_article_the_opens_a_listed_run() -> None:
+    # Climate Dynamics 10.1007/s00382-025-07591-1 figure 5 (CC BY): "for the a meteorological winter
+    # … and b extended winter …" ("the a" is no English, so "a" is the first listed panel)
+    caption = (
+        "Multimodel mean end-of-century U850 response separately computed for the a meteorological winter "
+        "(DJF) and b extended winter (NDJFMA) time averages. c, d The time of emergence of the U850 response "
+        "evaluated for the time periods in (a) and (b), respectively."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c", "d"]]
+    assert got[0][1] == "a meteorological winter (DJF) and"
+    # the Latin "a priori" after "the" is no label
+    assert labelled("Data of the a priori model and b cells.") == []
