@@ -1790,3 +1790,20 @@ def test_an_a_after_the_article_the_opens_a_listed_run() -> None:
     assert got[0][1] == "a meteorological winter (DJF) and"
     # the Latin "a priori" after "the" is no label
     assert labelled("Data of the a priori model and b cells.") == []
+
+
+def test_a_restated_list_goes_on_after_and_with_a_list_of_labels() -> None:
+    # Sci Rep 10.1038/s41598-019-40173-w figure 4 (CC BY), shortened: the overview "(b–d)" is restated
+    # by "(b)" and, after "and", by the list "(c,d)"
+    caption = (
+        "Effect of OS on SC differentiation. (a) Representative confocal images of the SC-MN coculture are "
+        "shown. Scale bar; 50 µm. (b–d) The levels of Krox20 or MBP were determined through western blot "
+        "analysis. (b) Representative immunoblots and (c,d) quantification of Krox20 and MBP protein levels "
+        "are shown. Graph shows means ± SEM from five independent experiments."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b", "c", "d"], ["b"], ["c", "d"]]
+    assert got[2][1] == "(b) Representative immunoblots and"
+    # an inline list not restating the overview stays in its sentence
+    other = caption.replace("(c,d) quantification", "(e) quantification")
+    assert [labels for labels, _ in labelled(other)][2] == ["b"]

@@ -1192,15 +1192,16 @@ def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bo
 
 
 def _continues_restated_list(text: str, overview: _Candidate, prev: _Candidate, c: _Candidate) -> bool:
-    """``c`` (one label, before its phrase) takes up the next letter after the restated marker
-    ``prev`` in its sentence, after a comma, both within the chain's ``overview`` marker before
-    them: the list "(a) hydro, (b) wind, …" restating the overview "a–d."."""
+    """``c`` (before its phrase) takes up the next letter after the restated marker ``prev`` in
+    its sentence, after a comma, semicolon or conjunction, both within the chain's ``overview``
+    marker before them: the list "(a) hydro, (b) wind, …" restating the overview "a–d.", or
+    "(D–F) The levels … were determined. (D) Representative immunoblots and (E,F) quantification
+    …"."""
     return (
-        len(c.ords) == len(prev.ords) == 1
-        and {*prev.ords, *c.ords} <= set(overview.ords)
-        and _top(c.ords[0]) == _top(prev.ords[0]) + 1
+        {*prev.ords, *c.ords} <= set(overview.ords)
+        and _top(c.ords[0]) == _top(prev.ords[-1]) + 1
         and _same_sentence(text, prev.end, c.start)
-        and text[: c.start].rstrip().endswith((",", ", and", ", or", ";"))
+        and text[: c.start].rstrip().endswith((",", " and", " or", ";"))
     )
 
 
