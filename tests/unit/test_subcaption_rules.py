@@ -1807,3 +1807,27 @@ def test_a_restated_list_goes_on_after_and_with_a_list_of_labels() -> None:
     # an inline list not restating the overview stays in its sentence
     other = caption.replace("(c,d) quantification", "(e) quantification")
     assert [labels for labels, _ in labelled(other)][2] == ["b"]
+
+
+def test_sentences_walking_through_an_overview_get_a_segment_each() -> None:
+    # Nat Commun 10.1038/s41467-018-08265-9 figure 5 (CC BY), shortened: "a–e" opens an overview,
+    # then one sentence per panel names it after its phrase, "(a), … (b)", "(c)", "(d)", "(e)"
+    caption = (
+        "Induction of anti-HA responses. a–e Mice were orally vaccinated with VLPs and the humoral response "
+        "against HA was evaluated. Levels of total serum anti-HA IgG (a), IgG1 and IgG2a (b), n = 8 from two "
+        "independent experiments. Levels of IgA anti-HA in fecal extracts and BAL, n = 6 (c). Levels of serum "
+        "IgG anti-HA measured at different times post immunization, n = 6 (d). Levels of serum IgG anti-HA in "
+        "animals immunized with a mixture, n = 6 (e). f Levels of serum IgG and fecal IgA in mice vaccinated "
+        "via oral or subcutaneous route. Data were analyzed by one-way ANOVA (a–f)."
+    )
+    got = labelled(caption)
+    # (the closing note names every panel: a segment of its own, as before)
+    assert [labels for labels, _ in got] == [list("abcde"), ["a", "b"], ["c"], ["d"], ["e"], ["f"], list("abcdef")]
+    assert got[0][1] == "a–e Mice were orally vaccinated with VLPs and the humoral response against HA was evaluated."
+    assert got[2][1] == "Levels of IgA anti-HA in fecal extracts and BAL, n = 6 (c)."
+    # not when a sentence names every panel of the overview (a note on all of them) ...
+    note = caption.replace("Levels of IgA anti-HA in fecal extracts and BAL, n = 6 (c).", "Key as in (a–e).")
+    assert [labels for labels, _ in labelled(note)][:2] == [list("abcde"), ["f"]]
+    # ... nor when the overview's own sentence already names one of them
+    own = caption.replace("humoral response against HA was evaluated", "humoral response (a) was evaluated")
+    assert [labels for labels, _ in labelled(own)][:2] == [list("abcde"), ["f"]]

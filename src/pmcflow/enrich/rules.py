@@ -1289,6 +1289,57 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
     return out
 
 
+def _overview_walks(
+    text: str, cands: Sequence[_Candidate], chain: Sequence[_Candidate], restated: Sequence[_Candidate]
+) -> list[_Candidate]:
+    """Inline markers of the sentences that walk through an overview's labels one after another,
+    each sentence naming the labels after the previous one's ("a–e Mice were orally vaccinated
+    …. Levels of total serum anti-HA IgG (a), IgG1 and IgG2a (b), n = 8 …. Levels of IgA … (c).
+    Levels of serum IgG … (d)."): they open a segment per sentence, as a restated marker would.
+
+    Only for an overview (a sentence-initial marker of two labels or more) whose span up to the
+    next marker holds no other restatement, whose own sentence names none of its labels again, and
+    where two sentences or more naming labels of the family walk on from the overview's first label
+    without a gap, up to a sentence that names other panels too ("Data were analyzed by … (a–f, h,
+    i)"); a sentence naming every label of the overview is a note on all of them ("The genotype key
+    in (B) applies to both (B) and (C).") and no walk.
+    """
+    out: list[_Candidate] = []
+    starts = sorted(c.start for c in (*chain, *restated))
+    for c in chain:
+        if len(c.ords) < 2 or not c.at_boundary or c.style == "inline":
+            continue
+        k = bisect_right(starts, c.start)
+        end = starts[k] if k < len(starts) else len(text)
+        own_end = _sentence_end(text, c.end)
+        inline = sorted(
+            (x for x in cands if x.family == c.family and x.style == "inline" and c.end <= x.start and x.end <= end),
+            key=lambda x: (x.start, -x.weight),
+        )
+        if any(x.start < own_end for x in inline):
+            continue  # "(C–H) … in APP mice (C, arrowheads) …": the overview describes them itself
+        sentences: dict[int, list[_Candidate]] = {}
+        last_end = -1
+        for x in inline:
+            if x.start >= last_end:
+                sentences.setdefault(_sentence_start(text, x.start, 0), []).append(x)
+                last_end = x.end
+        overview = sorted({_top(o) for o in c.ords})
+        nxt, walk, steps = overview[0], [], 0
+        for group in sentences.values():
+            tops = sorted({_top(o) for x in group for o in x.ords})
+            if not set(tops) <= set(overview):
+                break  # a note naming other panels too ("Data were analyzed by … (a–f, h, i) …")
+            if tops[0] != nxt or tops == overview:
+                steps = 0
+                break
+            walk += group
+            nxt, steps = tops[-1] + 1, steps + 1
+        if steps >= 2:
+            out += walk
+    return out
+
+
 def _restates_overview(overview: _Candidate, last: _Candidate | None, c: _Candidate) -> bool:
     """``c`` opens a sentence naming letters of the chain marker ``overview`` before it, that names
     two or more, in order after any earlier such restatement, both bare (the Nature style): "c, d
@@ -1781,6 +1832,7 @@ def _split_after(text: str, floor: int) -> list[Segment]:
             return [Segment([], text[:floor].strip()), Segment([], text[floor:].strip())]
         return [Segment([], text)]
     restated = _restatements(text, [*cands, *_grid_word_candidates(text, floor)], chain)
+    restated += _overview_walks(text, cands, chain, restated)
     markers = sorted([*chain, *restated], key=lambda c: c.start)
     return _build_segments(text, markers, floor)
 
