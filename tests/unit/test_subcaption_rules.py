@@ -1831,3 +1831,19 @@ def test_sentences_walking_through_an_overview_get_a_segment_each() -> None:
     # ... nor when the overview's own sentence already names one of them
     own = caption.replace("humoral response against HA was evaluated", "humoral response (a) was evaluated")
     assert [labels for labels, _ in labelled(own)][:2] == [list("abcde"), ["f"]]
+
+
+def test_an_a_before_an_article_opens_a_listed_run() -> None:
+    # Plant Methods 10.1186/s13007-018-0380-x figure 2 (CC BY): "showing a the leaf number …, and b the
+    # diameter …" ("a the" is no English, whatever word comes before it)
+    caption = (
+        "Wheat growth stage and root diameter in the hydroponic system. Box plots showing a the leaf number "
+        "(leaf stage), number of tillers and the number of nodal roots developed on the hydroponic plants after "
+        "30 days of cultivation, and b the diameter of each root type of the hydroponically-grown wheat plants "
+        "(n = 10)."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"]]
+    assert got[1][1].startswith("b the diameter of each root type")
+    # the article "a" before an ordinary word still names nothing
+    assert labelled("Box plots showing a leaf number and b cells.") == []

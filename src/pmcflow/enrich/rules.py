@@ -657,7 +657,8 @@ _RE_LISTED_BARE = re.compile(
 _RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bfor|\bat) $")
 # the first of letters listed inside a sentence, after its noun, "the" or a colon
 # (:data:`_RE_LISTED_FIRST_BEFORE`): "curves of a GEMIN7, b OAS1, …", "for: a premeiosis … and b …",
-# "for the a meteorological winter … and b …" (not the Latin "a priori")
+# "for the a meteorological winter … and b …" (not the Latin "a priori"); after any word when an
+# article follows it ("Box plots showing a the leaf number …, and b the diameter …")
 _RE_LISTED_FIRST = re.compile(r"(?<= )a(?= (?!(?:and|or|to|is|priori|posteriori|fortiori)\b)[A-Za-z(])")
 _RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|\bthe|:) $")
 
@@ -669,7 +670,9 @@ def _listed_at(text: str, pos: int, before: re.Pattern[str]) -> bool:
 
 def _listed_first_at(text: str, pos: int) -> bool:
     """An "a" at ``pos`` opens letters listed in its sentence (:data:`_RE_LISTED_FIRST`)."""
-    return _RE_LISTED_FIRST.match(text, pos) is not None and _listed_at(text, pos, _RE_LISTED_FIRST_BEFORE)
+    if _RE_LISTED_FIRST.match(text, pos) is None:
+        return False
+    return _listed_at(text, pos, _RE_LISTED_FIRST_BEFORE) or text.startswith(("a the ", "a an "), pos)
 
 
 _RE_LISTED_MARKER = re.compile(rf"(?<=, )({_LIST_DOT})(?:\s?[.:](?![\w.])|\)(?=\s))")
