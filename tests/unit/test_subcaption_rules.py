@@ -1847,3 +1847,21 @@ def test_an_a_before_an_article_opens_a_listed_run() -> None:
     assert got[1][1].startswith("b the diameter of each root type")
     # the article "a" before an ordinary word still names nothing
     assert labelled("Box plots showing a leaf number and b cells.") == []
+
+
+def test_letters_listed_in_a_sentence_win_over_numbered_items() -> None:
+    # J Nanobiotechnology 10.1186/s12951-018-0408-4 figure 7 (CC BY): the panels are "a … e" listed
+    # after a colon; "(1) … (6)" number the discs inside each panel
+    caption = (
+        "Schematic for the antimicrobial activity for the five bacterial strains: a Staphylococcus aureus, b "
+        "Klebsiella pneumonia, c Pseudomonas aeruginosa, d Vibrio cholera, and e Proteus vulgaris. Numbers of 1 "
+        "through 6 inside each strain denote: (1) nickel chloride, (2) control ciprofloxacin, (3) Desmodium "
+        "gangeticum root extract, (4) negative control, (5) nickel NPs prepared by a green method, and (6) nickel "
+        "NPs prepared by a chemical method [229]"
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"], ["e"]]
+    assert got[0][1] == "a Staphylococcus aureus,"
+    # numbered items with no listed letters stay the caption's labels
+    numbers = caption[caption.index("Numbers of") :]
+    assert [labels for labels, _ in labelled(numbers)] == [[str(i)] for i in range(1, 7)]

@@ -1818,10 +1818,11 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         _, chain = _best_chain(
             [c for c in cands if (c.at_boundary or c.style == "inline") and c.start not in abbreviations]
         )
-    if not chain:
+    if not chain or chain[0].family not in ("upper", "lower"):
         # "Kaplan–Meier survival curves of a GEMIN7, b OAS1, c APOBEC3H, …": Nature-style letters
-        # listed inside one sentence, the caption's only labels
-        chain = _listed_letters_chain(text, floor, cands)
+        # listed inside one sentence, the caption's only labels (before numbers: "strains: a S.
+        # aureus, b K. pneumonia, …. Numbers of 1 through 6 … denote: (1) nickel chloride, …")
+        chain = _listed_letters_chain(text, floor, cands) or chain
     if not chain:
         # "In panel A, …. In panel C, …. In panel B and D, …": restated in their own words too
         cands = _panel_word_candidates(text, floor)
