@@ -1865,3 +1865,21 @@ def test_letters_listed_in_a_sentence_win_over_numbered_items() -> None:
     # numbered items with no listed letters stay the caption's labels
     numbers = caption[caption.index("Numbers of") :]
     assert [labels for labels, _ in labelled(numbers)] == [[str(i)] for i in range(1, 7)]
+
+
+def test_a_restated_marker_is_a_step_of_an_overview_walk() -> None:
+    # Front Pharmacol 10.3389/fphar.2017.00926 figure 3 (CC BY), shortened: "(E–I)" then "(E) …",
+    # "Annexin V staining (F) and quantitation (G) …", "Western blots (H) and quantitation (I) …"
+    caption = (
+        "Orientin inhibits MI-induced apoptosis. (A–D) Data of the hearts (n = 6). (E–I) NRCMs were "
+        "pretreated with orientin for 12 h, then exposed to hypoxia for 24 h. (E) MTT assays were performed "
+        "to detect cell viability (n = 5). Annexin V staining (F) and quantitation (G) in the indicated group "
+        "(n = 6). Representative Western blots (H) and quantitation (I) of Bax, Bcl-2, and C-caspase3 in the "
+        "indicated group (n = 6)."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [list("abcd"), list("efghi"), ["e"], ["f", "g"], ["h", "i"]]
+    assert got[3][1] == "Annexin V staining (F) and quantitation (G) in the indicated group (n = 6)."
+    # a restated marker out of the walk's order stops it
+    swapped = caption.replace("(E) MTT assays", "(F) MTT assays")
+    assert [labels for labels, _ in labelled(swapped)][2:] == [["f"]]

@@ -1300,15 +1300,16 @@ def _overview_walks(
     …. Levels of total serum anti-HA IgG (a), IgG1 and IgG2a (b), n = 8 …. Levels of IgA … (c).
     Levels of serum IgG … (d)."): they open a segment per sentence, as a restated marker would.
 
-    Only for an overview (a sentence-initial marker of two labels or more) whose span up to the
-    next marker holds no other restatement, whose own sentence names none of its labels again, and
-    where two sentences or more naming labels of the family walk on from the overview's first label
-    without a gap, up to a sentence that names other panels too ("Data were analyzed by … (a–f, h,
-    i)"); a sentence naming every label of the overview is a note on all of them ("The genotype key
-    in (B) applies to both (B) and (C).") and no walk.
+    Only for an overview (a sentence-initial marker of two labels or more) whose own sentence names
+    none of its labels again, and where two sentences or more naming labels of the family walk on
+    from the overview's first label without a gap up to the chain's next marker, or to a sentence
+    that names other panels too ("Data were analyzed by … (a–f, h, i)"); a restated marker in the
+    span is a step of the walk ("(E–I) NRCMs were pretreated …. (E) MTT assays …. Annexin V staining
+    (F) and quantitation (G) …"). A sentence naming every label of the overview is a note on all of
+    them ("The genotype key in (B) applies to both (B) and (C).") and no walk.
     """
     out: list[_Candidate] = []
-    starts = sorted(c.start for c in (*chain, *restated))
+    starts = sorted(c.start for c in chain)
     for c in chain:
         if len(c.ords) < 2 or not c.at_boundary or c.style == "inline":
             continue
@@ -1321,9 +1322,11 @@ def _overview_walks(
         )
         if any(x.start < own_end for x in inline):
             continue  # "(C–H) … in APP mice (C, arrowheads) …": the overview describes them itself
+        # restated markers in the span walk along ("(E–I) …. (E) MTT assays …. Annexin V (F) …")
+        steps_in_span = sorted([*(r for r in restated if c.end <= r.start < end), *inline], key=lambda x: x.start)
         sentences: dict[int, list[_Candidate]] = {}
         last_end = -1
-        for x in inline:
+        for x in steps_in_span:
             if x.start >= last_end:
                 sentences.setdefault(_sentence_start(text, x.start, 0), []).append(x)
                 last_end = x.end
@@ -1339,7 +1342,7 @@ def _overview_walks(
             walk += group
             nxt, steps = tops[-1] + 1, steps + 1
         if steps >= 2:
-            out += walk
+            out += [x for x in walk if x.style == "inline" and x not in restated]
     return out
 
 
