@@ -1883,3 +1883,18 @@ def test_a_restated_marker_is_a_step_of_an_overview_walk() -> None:
     # a restated marker out of the walk's order stops it
     swapped = caption.replace("(E) MTT assays", "(F) MTT assays")
     assert [labels for labels, _ in labelled(swapped)][2:] == [["f"]]
+
+
+def test_a_glossary_with_colons_names_no_panels() -> None:
+    # BioMed Res Int 10.1155/2017/1047523 figure 1 (CC BY): "(a); glycerol (b); …" are the panels,
+    # "Ep: epidermis; Der: dermis; V: blood vessels; inf: …; C: collagen." a glossary
+    caption = (
+        "The representative photomicrographs of the effect of the physiological serum (a); glycerol (b); U. "
+        "dioica (c); and “CICAFLORA” (d) treatment on rat, showing epidermal and dermal architecture of wounds "
+        "on the 11th day. HE-stained histological sections are 5 mm thick and photomicrographs are taken at 20x "
+        "magnifications. Ep: epidermis; Der: dermis; V: blood vessels; inf: inflammatory cells; C: collagen."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a"], ["b"], ["c"], ["d"]]
+    # colon labels with semicolons that could all be panels stay panels
+    panels = "Treatments. A: control; B: glycerol; C: extract."
+    assert [labels for labels, _ in labelled(panels)] == [["a"], ["b"], ["c"]]

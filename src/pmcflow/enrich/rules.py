@@ -523,7 +523,9 @@ def _key_list_starts(text: str, cands: Iterable[_Candidate]) -> set[int]:
         ):
             out.update(x.start for x in run)
         run = [c] if c is not None else []
-    return out | _glossary_starts(text, commas)
+    # "V: blood vessels" is a "dot" marker with a colon
+    colons = [c for c in cands if c.style == "dot" and text[c.start : c.end].rstrip().endswith(":")]
+    return out | _glossary_starts(text, commas) | _glossary_starts(text, colons)
 
 
 def _restarts_chain(run: Sequence[_Candidate], cands: Iterable[_Candidate]) -> bool:
@@ -538,18 +540,19 @@ def _restarts_chain(run: Sequence[_Candidate], cands: Iterable[_Candidate]) -> b
     return all(x.ords[0] in opened for x in run[:2])
 
 
-# an item of a glossary: its term (up to 12 characters) before a comma; the sentence's first item
-# may follow a lead ("Custom mesoscope C, collimation lens; DC, …")
-_RE_GLOSSARY_TERM = re.compile(r"\s*(?:and\s+)?([^\s;,]{1,12}),\s")
-_RE_GLOSSARY_FIRST = re.compile(r"[^;,]*?\s([^\s;,]{1,12}),\s")
+# an item of a glossary: its term (up to 12 characters) before a comma or colon; the sentence's first
+# item may follow a lead ("Custom mesoscope C, collimation lens; DC, …")
+_RE_GLOSSARY_TERM = re.compile(r"\s*(?:and\s+)?([^\s;,:]{1,12})[,:]\s")
+_RE_GLOSSARY_FIRST = re.compile(r"[^;,]*?\s([^\s;,:]{1,12})[,:]\s")
 _RE_LABEL_LIKE = re.compile(r"[A-Za-z](?:\d{1,2}|[′’']{1,2})?")
 
 
 def _glossary_starts(text: str, commas: Sequence[_Candidate]) -> set[int]:
-    """Starts of "comma" markers that are the terms of a glossary of abbreviations ("C, collimation
-    lens; DC, dichroic mirror; DMD, …; F, filter; L, lens", "OT, olfactory tubercle; …; D1,
-    dopamine receptor D1; D2, …"): items "term, meaning" separated by semicolons in one sentence,
-    at least :data:`KEY_LIST_MIN_ITEMS` of them, one term or more no panel label could be ("DC")."""
+    """Starts of "comma" (or colon) markers that are the terms of a glossary of abbreviations ("C,
+    collimation lens; DC, dichroic mirror; DMD, …; F, filter; L, lens", "OT, olfactory tubercle; …;
+    D1, dopamine receptor D1; D2, …", "Ep: epidermis; Der: dermis; V: blood vessels; …; C:
+    collagen"): items "term, meaning" or "term: meaning" separated by semicolons in one sentence, at
+    least :data:`KEY_LIST_MIN_ITEMS` of them, one term or more no panel label could be ("DC")."""
     out: set[int] = set()
     if not commas:
         return out
