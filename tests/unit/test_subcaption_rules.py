@@ -1898,3 +1898,22 @@ def test_a_glossary_with_colons_names_no_panels() -> None:
     # colon labels with semicolons that could all be panels stay panels
     panels = "Treatments. A: control; B: glycerol; C: extract."
     assert [labels for labels, _ in labelled(panels)] == [["a"], ["b"], ["c"]]
+
+
+def test_subsp_does_not_end_a_sentence() -> None:
+    # IJMS 10.3390/ijms19040952 figure 2 (CC BY): "Clavibacter michiganensis subsp. michiganensis"
+    # (a sentence break after "subsp." had cut panel a's description in two)
+    caption = (
+        "In vitro biocontrol activity of Streptomyces spp.: (a) antimicrobial activity against Clavibacter "
+        "michiganensis subsp. michiganensis, the causal agent of the tomato bacterial canker and (b) antifungal "
+        "activity against Monilinia laxa, the causal agent of the brown rot of stone fruits."
+    )
+    got = labelled(caption)
+    assert got[0] == (
+        ["a"],
+        "(a) antimicrobial activity against Clavibacter michiganensis subsp. michiganensis, the causal agent of "
+        "the tomato bacterial canker and",
+    )
+    from pmcflow.enrich.text import is_abbreviation_stop
+
+    assert is_abbreviation_stop("michiganensis subsp. michiganensis", 19)

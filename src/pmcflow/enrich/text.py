@@ -17,7 +17,7 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 ABBREVIATIONS = frozenset(
     {
         "fig", "figs", "al", "e.g", "i.e", "eg", "ie", "vs", "cf", "ref", "refs", "nos", "approx",
-        "ca", "resp", "dr", "mr", "mrs", "ms", "prof", "sp", "spp", "ssp", "var", "suppl", "supp",
+        "ca", "resp", "dr", "mr", "mrs", "ms", "prof", "sp", "spp", "ssp", "subsp", "var", "suppl", "supp",
         "eq", "eqs", "vol", "viz", "conc", "inc", "ltd", "co", "jan", "feb", "apr", "jun", "jul",
         "aug", "sept", "oct", "nov", "dec", "tab", "chap", "sect", "pp", "diam",
     }
