@@ -1917,3 +1917,17 @@ def test_subsp_does_not_end_a_sentence() -> None:
     from pmcflow.enrich.text import is_abbreviation_stop
 
     assert is_abbreviation_stop("michiganensis subsp. michiganensis", 19)
+
+
+def test_a_leading_label_that_lost_its_period_after_another_one() -> None:
+    # BMC Complement Altern Med 10.1186/1472-6882-12-3 figure 4 (CC BY), shortened: "(E)" and "(F)"
+    # both lost the period before them; "(F)" follows a sentence of panel E's description
+    caption = (
+        "Morphological changes of infected cells. (D) C. citratus with less than 50% inhibition (E) C. limon "
+        "with no inhibition. Only cell fragments and debris were seen (F) P. citrosum with no inhibition. "
+        "Granulation and cell densing were observed."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["d"], ["e"], ["f"]]
+    assert got[1][1] == "(E) C. limon with no inhibition. Only cell fragments and debris were seen"
+    assert got[2][1].startswith("(F) P. citrosum")

@@ -1433,13 +1433,15 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
             elif (
                 prefix[k]
                 and prev is not None
-                and prev.style != "inline"
+                and (prev.style != "inline" or (opens and opens[-1].start == prev.start))
                 and len(text[sentence : c.start].split()) > TRAILING_LABEL_MAX_WORDS
                 and (nxt is None or not _same_sentence(text, c.end, nxt.start))
                 and not _lower_word_after(text, c.end)
             ):
                 # "… with vehicle (B) Trypan blue assay …": a leading label that lost its period (its
-                # description opens like a sentence; "urea and sodium (C, D) after 4 weeks" ends a phrase)
+                # description opens like a sentence; "urea and sodium (C, D) after 4 weeks" ends a phrase),
+                # also after an inline label that lost its own ("… inhibition (E) C. limon …. Only cell
+                # fragments … were seen (F) P. citrosum …")
                 seg_start = c.start
             elif not opens:
                 # "Analyses of X: Heatmap after (A) and before (B) …": a heading before a colon is lead
