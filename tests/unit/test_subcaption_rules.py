@@ -1931,3 +1931,17 @@ def test_a_leading_label_that_lost_its_period_after_another_one() -> None:
     assert [labels for labels, _ in got] == [["d"], ["e"], ["f"]]
     assert got[1][1] == "(E) C. limon with no inhibition. Only cell fragments and debris were seen"
     assert got[2][1].startswith("(F) P. citrosum")
+
+
+def test_an_a_after_with_opens_a_listed_run() -> None:
+    # Microb Cell Fact 10.1186/s12934-018-1017-5 figure 1 (CC BY): "soil contaminated with a diesel oil and b waste
+    # engine oil …", the panels named only so
+    caption = (
+        "Germination index values (% of control) for soil contaminated with a diesel oil and b waste engine oil "
+        "with or without the addition of biosurfactant from endophytic B. pumilus 2A"
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"]]
+    assert got[0][1] == "a diesel oil and"
+    # "with a" before no listed "b" names nothing
+    assert labelled("Cells treated with a mixture of drugs and then stained.") == []

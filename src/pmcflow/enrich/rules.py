@@ -658,12 +658,12 @@ _RE_LISTED_BARE = re.compile(
     r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(])"
 )
 _RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bfor|\bat) $")
-# the first of letters listed inside a sentence, after its noun, "the" or a colon
+# the first of letters listed inside a sentence, after its noun, "the", "with" or a colon
 # (:data:`_RE_LISTED_FIRST_BEFORE`): "curves of a GEMIN7, b OAS1, …", "for: a premeiosis … and b …",
 # "for the a meteorological winter … and b …" (not the Latin "a priori"); after any word when an
 # article follows it ("Box plots showing a the leaf number …, and b the diameter …")
 _RE_LISTED_FIRST = re.compile(r"(?<= )a(?= (?!(?:and|or|to|is|priori|posteriori|fortiori)\b)[A-Za-z(])")
-_RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|\bthe|:) $")
+_RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|\bthe|\bwith|:) $")
 
 
 def _listed_at(text: str, pos: int, before: re.Pattern[str]) -> bool:
