@@ -208,8 +208,9 @@ LATER_BATCHES = [
     # molecular and cell biology (rules of 3f1352a): first dev 0.960 / 0.860, test 0.962 / 0.919,
     # shared-text F1 0.962 / 0.960. Then letters listed inside one sentence as a caption's only labels
     # ("curves of a GEMIN7, b OAS1, …") and as the head of a chain: label sets dev 0.976, test 0.970;
-    # sentences walking through an overview: test segments 0.919 -> 0.922
-    pytest.param(MOLBIO_SET, (0.975, 0.865), (0.965, 0.92), (0.2, 0.25), 0.96, id="molbio"),
+    # sentences walking through an overview: test segments 0.919 -> 0.922, and with a restated marker
+    # as one of its steps dev 0.867 -> 0.871
+    pytest.param(MOLBIO_SET, (0.975, 0.87), (0.965, 0.92), (0.2, 0.25), 0.96, id="molbio"),
     # plant, crop and food science (rules of 99e37d2): first dev 0.981 / 0.860, test 0.976 / 0.839,
     # shared-text F1 0.926 / 0.968. Over half of these captions name no panel (single-image
     # figures): the baseline's label sets are right on those too, its segments are not. Then
@@ -218,8 +219,10 @@ LATER_BATCHES = [
     pytest.param(PLANT_SET, (0.98, 0.885), (0.975, 0.855), (0.09, 0.15), 0.93, id="plant"),
     # medicinal plants, pharmacology, nanomaterials (rules of e3624b0): first dev 0.948 / 0.820, test
     # 0.924 / 0.713, shared-text F1 0.934 / 0.924. Three in five captions name no panel, so the
-    # baseline is close on label sets
-    pytest.param(MEDPLANT_SET, (0.945, 0.815), (0.92, 0.71), (0.05, 0.05), 0.93, id="medplant"),
+    # baseline is close on label sets. Then letters listed before numbered items, a restated marker
+    # as a step of an overview walk, glossaries with colons, "subsp.", a leading label that lost its
+    # period after another, "with a … and b …": dev 0.956 / 0.858, test 0.935 / 0.713
+    pytest.param(MEDPLANT_SET, (0.955, 0.855), (0.93, 0.71), (0.05, 0.05), 0.94, id="medplant"),
 ]
 
 
@@ -259,7 +262,7 @@ POOLS = [
     # eight sets, 3,502 captions, 7,163 gold segments (first scores: all 0.967 / 0.917, held out
     # 0.950 / 0.891)
     pytest.param(
-        (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET), (0.967, 0.916), (0.95, 0.89), id="eight"
+        (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET), (0.968, 0.919), (0.95, 0.89), id="eight"
     ),
 ]
 
