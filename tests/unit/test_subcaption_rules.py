@@ -1945,3 +1945,18 @@ def test_an_a_after_with_opens_a_listed_run() -> None:
     assert got[0][1] == "a diesel oil and"
     # "with a" before no listed "b" names nothing
     assert labelled("Cells treated with a mixture of drugs and then stained.") == []
+
+
+def test_labels_before_phrases_with_no_separator_between_them_are_a_list() -> None:
+    # Sci Rep 10.1038/s41598-018-37810-1 figure 2 (CC BY), shortened: "(a) cultured in the absence of
+    # host extract (b) cultured in the presence …", the phrase of (a) running into (b)
+    caption = (
+        "2-DE CBB stained gel of mycelial proteins from T. indica TiK isolate (a) cultured in the absence of "
+        "host extract (b) cultured in the presence of host extract. Proteins were separated on 7 cm strips."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"]]
+    assert got[0][1] == "(a) cultured in the absence of host extract"
+    # joined by "and", the pair stays one description, as before
+    joined = "Levels of (A) IL-6 and (B) TNF protein in serum were measured."
+    assert [labels for labels, _ in labelled(joined)] == [["a", "b"]]

@@ -1122,13 +1122,14 @@ def _listed(
 ) -> bool:
     """Markers ``k`` and ``k + 1`` are items of one list of labels placed before their phrases:
     three or more in a run, or two separated by a comma or semicolon ("(A) WT mice, (B) KO mice";
-    not "induced (B) JA and (C) JA-Ile accumulation")."""
+    not "induced (B) JA and (C) JA-Ile accumulation") or by nothing but the first one's phrase
+    ("(a) cultured in the absence of host extract (b) cultured in …", :data:`_RE_UNJOINED`)."""
     if k + 1 >= len(markers) or not (prefix[k] and prefix[k + 1]) or run[k] < 2:
         return False
     if not _same_sentence(text, markers[k].end, markers[k + 1].start):
         return False
     between = text[markers[k].end : markers[k + 1].start]
-    return run[k] >= 3 or "," in between or ";" in between
+    return run[k] >= 3 or "," in between or ";" in between or _RE_UNJOINED.fullmatch(between) is not None
 
 
 def _paired(
@@ -1150,6 +1151,10 @@ def _paired(
 
 
 _RE_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+# the phrase of a label-before-phrase that runs into the next label with no separator ("(a) cultured
+# in the absence of host extract (b) cultured in …"): three words or more, the last no conjunction
+# or preposition
+_RE_UNJOINED = re.compile(r" (?:[^\s,;]+ ){2,}?(?!(?:and|or|of|in|on|at|to|for|from|with|by|the|a|an|vs)\b)[^\s,;()]+ ")
 _RE_PAIR_JOIN = re.compile(r"\S\s+(?:and|or)\s*$")
 _RE_CONJUNCT = re.compile(r" +((?:and|or) )")
 _RE_CONTRAST = re.compile(r"[ ,]((?:while|whereas) )")
