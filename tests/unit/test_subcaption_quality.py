@@ -226,11 +226,13 @@ LATER_BATCHES = [
     # 0.924 / 0.713, shared-text F1 0.934 / 0.924. Three in five captions name no panel, so the
     # baseline is close on label sets. Then letters listed before numbered items, a restated marker
     # as a step of an overview walk, glossaries with colons, "subsp.", a leading label that lost its
-    # period after another, "with a … and b …": dev 0.956 / 0.858, test 0.935 / 0.713
-    pytest.param(MEDPLANT_SET, (0.955, 0.855), (0.93, 0.71), (0.05, 0.05), 0.94, id="medplant"),
+    # period after another, "with a … and b …": dev 0.956 / 0.858, test 0.935 / 0.713 (0.733 with
+    # the unseparated labels of the crop science batch)
+    pytest.param(MEDPLANT_SET, (0.955, 0.855), (0.93, 0.73), (0.05, 0.05), 0.94, id="medplant"),
     # crop science, a second batch (rules of 0b68079): first dev 0.959 / 0.844, test 0.955 / 0.773,
-    # shared-text F1 0.916 / 0.904
-    pytest.param(CROPS_SET, (0.955, 0.84), (0.95, 0.77), (0.15, 0.25), 0.91, id="crops"),
+    # shared-text F1 0.916 / 0.904. Then labels before their phrases with no separator between them
+    # ("(a) cultured in … (b) cultured in …"): dev segments 0.862
+    pytest.param(CROPS_SET, (0.955, 0.86), (0.95, 0.77), (0.15, 0.25), 0.91, id="crops"),
 ]
 
 
@@ -276,8 +278,8 @@ POOLS = [
     # 0.952 / 0.878)
     pytest.param(
         (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET, CROPS_SET),
-        (0.967, 0.91),
-        (0.95, 0.877),
+        (0.967, 0.912),
+        (0.951, 0.878),
         id="nine",
     ),
 ]
