@@ -525,7 +525,7 @@ def _key_list_starts(text: str, cands: Iterable[_Candidate]) -> set[int]:
         run = [c] if c is not None else []
     # "V: blood vessels" is a "dot" marker with a colon
     colons = [c for c in cands if c.style == "dot" and text[c.start : c.end].rstrip().endswith(":")]
-    return out | _glossary_starts(text, commas) | _glossary_starts(text, colons)
+    return out | _glossary_starts(text, [*commas, *colons])
 
 
 def _restarts_chain(run: Sequence[_Candidate], cands: Iterable[_Candidate]) -> bool:
@@ -547,19 +547,20 @@ _RE_GLOSSARY_FIRST = re.compile(r"[^;,]*?\s([^\s;,:]{1,12})[,:]\s")
 _RE_LABEL_LIKE = re.compile(r"[A-Za-z](?:\d{1,2}|[′’']{1,2})?")
 
 
-def _glossary_starts(text: str, commas: Sequence[_Candidate]) -> set[int]:
+def _glossary_starts(text: str, markers: Sequence[_Candidate]) -> set[int]:
     """Starts of "comma" (or colon) markers that are the terms of a glossary of abbreviations ("C,
     collimation lens; DC, dichroic mirror; DMD, …; F, filter; L, lens", "OT, olfactory tubercle; …;
     D1, dopamine receptor D1; D2, …", "Ep: epidermis; Der: dermis; V: blood vessels; …; C:
     collagen"): items "term, meaning" or "term: meaning" separated by semicolons in one sentence, at
-    least :data:`KEY_LIST_MIN_ITEMS` of them, one term or more no panel label could be ("DC")."""
+    least :data:`KEY_LIST_MIN_ITEMS` of them, one term or more no panel label could be ("DC"). Only
+    the sentences of ``markers`` are read."""
     out: set[int] = set()
-    if not commas:
+    if not markers:
         return out
     spans = split_sentences(text)
     starts = [a for a, _ in spans]
     seen: set[int] = set()
-    for c in commas:
+    for c in markers:
         k = bisect_right(starts, c.start) - 1
         if k < 0 or k in seen:
             continue
