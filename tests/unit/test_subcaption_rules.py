@@ -1960,3 +1960,19 @@ def test_labels_before_phrases_with_no_separator_between_them_are_a_list() -> No
     # joined by "and", the pair stays one description, as before
     joined = "Levels of (A) IL-6 and (B) TNF protein in serum were measured."
     assert [labels for labels, _ in labelled(joined)] == [["a", "b"]]
+
+
+def test_labels_before_prepositional_phrases_in_a_comma_list_are_each_a_segment() -> None:
+    # Materials 10.3390/ma11081273 figure 6 (CC BY): "… BiOBr-G (a) with time, (b) with different
+    # concentrations …", each label opening a phrase that starts with a preposition
+    caption = (
+        "Photodegradation efficiency of MO by BiOBr-C and BiOBr-G (a) with time, (b) with different "
+        "concentrations of BiOBr-C, (c) with different concentrations of BiOBr-G, (d) Effects of scavengers "
+        "on MO degradation using BiOBr-C."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"]]
+    assert got[0][1] == "(a) with time,"
+    # labels after their phrases, each phrase opening with a preposition, stay one description
+    after = "Expression of Twist in dorsal (A), in ventral (B) and in lateral (C) views of the embryo."
+    assert [labels for labels, _ in labelled(after)] == [["a", "b", "c"]]

@@ -1086,6 +1086,33 @@ def _is_prefix(text: str, c: _Candidate) -> bool:
     return bool(word) and word not in _POSTFIX_WORDS
 
 
+_PREPOSITIONS = frozenset({"in", "on", "at", "with", "without", "for", "from", "to", "by"})
+_RE_CLAUSE_BEFORE = re.compile(r"[,;:]\s*$")
+
+
+def _prefixes(text: str, markers: Sequence[_Candidate]) -> list[bool]:
+    """Per marker, whether it is a label placed before its phrase (:func:`_is_prefix`), also when
+    its phrase opens with a preposition inside a comma list of such phrases: "Relative expression
+    of OkHMGR (A) in different tissues, (B) in response to methyl jasmonate, (C) in response to
+    …" (not "in dorsal (A), in ventral (B) views", each label after its phrase)."""
+    prefix = [c.style == "inline" and _is_prefix(text, c) for c in markers]
+    prep = [
+        c.style == "inline" and not prefix[k] and _next_word(text, c.end) in _PREPOSITIONS
+        for k, c in enumerate(markers)
+    ]
+    listed = [
+        prep[k] and _RE_CLAUSE_BEFORE.search(text, 0, c.start) is not None for k, c in enumerate(markers)
+    ]
+    out = list(prefix)
+    for k, c in enumerate(markers):
+        if listed[k]:
+            out[k] = True
+        elif prep[k] and k + 1 < len(markers) and listed[k + 1]:
+            between = text[c.end : markers[k + 1].start]
+            out[k] = _same_sentence(text, c.end, markers[k + 1].start) and between.rstrip().endswith(",")
+    return out
+
+
 def _same_sentence(text: str, a: int, b: int) -> bool:
     """No sentence boundary between positions ``a`` and ``b``."""
     return not text[a : _sentence_start(text, b, a)].strip()
@@ -1378,7 +1405,7 @@ def _continues_sub_panel(prev: _Candidate | None, c: _Candidate) -> bool:
 def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> list[Segment]:
     """Segments from the chosen markers (chain and restatements, in text order)."""
     opens: list[_Opening] = []
-    prefix = [c.style == "inline" and _is_prefix(text, c) for c in markers]
+    prefix = _prefixes(text, markers)
     run = _prefix_runs(text, markers, prefix)
     prev_floor = floor
     prev: _Candidate | None = None
