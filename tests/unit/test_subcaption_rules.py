@@ -1976,3 +1976,20 @@ def test_labels_before_prepositional_phrases_in_a_comma_list_are_each_a_segment(
     # labels after their phrases, each phrase opening with a preposition, stay one description
     after = "Expression of Twist in dorsal (A), in ventral (B) and in lateral (C) views of the embryo."
     assert [labels for labels, _ in labelled(after)] == [["a", "b", "c"]]
+
+
+def test_labels_with_notes_in_one_bracket_after_a_phrase_label_that_phrase() -> None:
+    # Front Pharmacol 10.3389/fphar.2017.00926 figure 7 (CC BY), shortened: "(B, representative image; C, quantitation
+    # result)" names two panels of its phrase; "C, quantitation" opens no segment
+    caption = (
+        "eNOS blocking abolishes the protective effects of orientin in vivo. (A) Kaplan–Meier survival "
+        "analysis of mice in the indicated group 4 weeks after MI. H&E staining of mice heart in the "
+        "indicated group after 4 weeks of MI (B, representative image; C, quantitation result). "
+        "Echocardiographic (D) and hemodynamic (E) results for mice in the four groups."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b", "c"], ["d", "e"]]
+    assert got[1][1].startswith("H&E staining of mice heart")
+    # one label with its note is a trailing label, as before
+    one = "(A) Survival of mice. H&E staining of mice heart (B, representative image). (C) Quantitation."
+    assert [labels for labels, _ in labelled(one)] == [["a"], ["b"], ["c"]]

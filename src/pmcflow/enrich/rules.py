@@ -105,6 +105,11 @@ _RE_PAREN_RANGE = re.compile(
 _RE_NOTE_PAREN = re.compile(rf"\((?:[A-Z][A-Za-z0-9-]{{1,9}}),\s+({_LIST})\)")
 # a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
 _RE_PAREN_NOTE = re.compile(rf"[(\[]\s*({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
+# labels, each with its note, in one bracket after a phrase: "(B, representative image; C,
+# quantitation result)"
+_PAREN_KEY_ITEM = rf"({_LIST})\s*,\s+[^()\[\];]{{1,40}}?"
+_RE_PAREN_KEY = re.compile(rf"\(\s*{_PAREN_KEY_ITEM}(?:;\s*(?:and\s+)?{_PAREN_KEY_ITEM})+\)")
+_RE_PAREN_KEY_ITEM = re.compile(rf"(?:^\(|;)\s*(?:and\s+)?{_PAREN_KEY_ITEM}(?=;|\)$)")
 # "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
 _RE_UPPER_ROMAN_SUB = re.compile(r"[A-Z]I{1,3}")
 _RE_OPEN = re.compile(rf"[(\[]\s*({_LIST})(?=\s+[A-Z0-9][a-z0-9])")
@@ -430,6 +435,14 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         if m.start() not in paren_starts:
             kind = _boundary_kind(text, m.start(), floor)
             add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None)
+    keys: list[tuple[int, int]] = []
+    for m in _RE_PAREN_KEY.finditer(text, floor):
+        # "… 4 weeks after MI (B, representative image; C, quantitation result)": the phrase's
+        # panels, each with a note; no label inside opens a segment
+        if _boundary_kind(text, m.start(), floor) is None:
+            items = [i.group(1) for i in _RE_PAREN_KEY_ITEM.finditer(m.group(0))]
+            if add(m.start(), m.end(), "inline", ", ".join(items), False):
+                keys.append((m.start(), m.end()))
     for m in _RE_NOTE_PAREN.finditer(text, floor):
         # "surface air temperature (GMSAT, a–c)": an abbreviation, then the panels it is shown in
         if len(_list_letters(m.group(1)) or []) >= 2:
@@ -495,8 +508,15 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
     scale = _RE_SCALE_ZERO.search(text, floor)
     if scale is not None:  # "(0: Major worsening; 1: Moderate worsening; 2: …)": a scale, not panels
         found = {k: c for k, c in found.items() if c.family != "digit" or c.start < scale.start()}
-    keys = _key_list_starts(text, found.values())
-    return sorted((c for c in found.values() if c.start not in keys), key=lambda c: (c.start, -c.weight))
+    dropped = _key_list_starts(text, found.values())
+    return sorted(
+        (
+            c
+            for c in found.values()
+            if c.start not in dropped and not any(a < c.start < b or (a == c.start and c.end < b) for a, b in keys)
+        ),
+        key=lambda c: (c.start, -c.weight),
+    )
 
 
 KEY_LIST_MIN_ITEMS = 3  # "A1, green; F1, purple; E, orange": items of a colour key
