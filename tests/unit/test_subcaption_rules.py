@@ -1993,3 +1993,20 @@ def test_labels_with_notes_in_one_bracket_after_a_phrase_label_that_phrase() -> 
     # one label with its note is a trailing label, as before
     one = "(A) Survival of mice. H&E staining of mice heart (B, representative image). (C) Quantitation."
     assert [labels for labels, _ in labelled(one)] == [["a"], ["b"], ["c"]]
+
+
+def test_a_glossary_after_the_panels_does_not_take_the_first_label_after_the_title() -> None:
+    # Rice 10.1186/s12284-018-0260-z figure 5 (CC BY), shortened: the glossary "mkk3, MKK3 knockout
+    # plant; mapk7, …" closes the caption; "a," after the title's period opens panel a, not a term
+    caption = (
+        "Germination phenotype of knockout progenies. a, At 23 DAH, seeds were collected from different "
+        "knockout progenies. b, At 30 DAH, seeds were collected from homozygous knockout progenies. c, Time "
+        "course of germination of homozygous seeds. mkk3, MKK3 knockout plant; mapk7, MAPK7 knockout plant; "
+        "mapk14, MAPK14 knockout plant; P, homozygous positive; H, heterozygous"
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"]]
+    assert got[0][1].startswith("a, At 23 DAH")
+    # a glossary whose first term follows a lead in its own sentence is still a glossary
+    lead = "Setup. Custom mesoscope C, collimation lens; DC, dichroic mirror; DMD, micromirror device; F, filter"
+    assert labelled(lead) == []

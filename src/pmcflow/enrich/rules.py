@@ -561,9 +561,10 @@ def _restarts_chain(run: Sequence[_Candidate], cands: Iterable[_Candidate]) -> b
 
 
 # an item of a glossary: its term (up to 12 characters) before a comma or colon; the sentence's first
-# item may follow a lead ("Custom mesoscope C, collimation lens; DC, …")
+# item may follow a lead ("Custom mesoscope C, collimation lens; DC, …") that ends no sentence (the
+# sentence splitter keeps "… progenies. a, At 23 DAH …" whole: "a," opens a panel, not a term)
 _RE_GLOSSARY_TERM = re.compile(r"\s*(?:and\s+)?([^\s;,:]{1,12})[,:]\s")
-_RE_GLOSSARY_FIRST = re.compile(r"[^;,]*?\s([^\s;,:]{1,12})[,:]\s")
+_RE_GLOSSARY_FIRST = re.compile(r"(?:[^;,.]|\.(?!\s))*?\s([^\s;,:]{1,12})[,:]\s")
 _RE_LABEL_LIKE = re.compile(r"[A-Za-z](?:\d{1,2}|[′’']{1,2})?")
 
 
