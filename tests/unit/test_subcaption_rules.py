@@ -2010,3 +2010,19 @@ def test_a_glossary_after_the_panels_does_not_take_the_first_label_after_the_tit
     # a glossary whose first term follows a lead in its own sentence is still a glossary
     lead = "Setup. Custom mesoscope C, collimation lens; DC, dichroic mirror; DMD, micromirror device; F, filter"
     assert labelled(lead) == []
+
+
+def test_the_word_panel_inside_a_label_bracket_is_read_through() -> None:
+    # Sci Rep 10.1038/s41598-017-09072-w figure 1 (CC BY), crop science dev split: "(panel a)" and "(panel b)" label
+    # their phrases like "(a)" and "(b)"
+    caption = (
+        "Mean (±SEM) probabilities of cooperation after the birds had received payoffs T, R, P and S, in "
+        "self-controlled (panel a) and impulsive (panel b) birds. In both cases, the black and grey columns "
+        "correspond to males and females, respectively."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a", "b"]]
+    # before its phrase, in a list: a segment each
+    listed = "A schematic illustrating: (panel a) the assessment; (panel b) the protocol; and (panel c) the ergometer."
+    assert [labels for labels, _ in labelled(listed)] == [["a"], ["b"], ["c"]]
+    # "panel" with a word that is no label is still no label
+    assert labelled("Cells were imaged (panel overview) at 10x.") == []

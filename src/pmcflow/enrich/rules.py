@@ -97,14 +97,15 @@ _LIST_DOT = rf"{_ATOM}(?:{_SEP_DOT}{_ATOM}){{0,8}}"
 _LIST_PAREN = rf"{_ATOM}(?:{_SEP_PAREN}{_ATOM}){{0,8}}"
 _NO_WORD_BEFORE = r"(?<![\w'’′.\-/])"
 
-_RE_PAREN = re.compile(rf"[(\[]\s*({_LIST_PAREN})\.?\s*[)\]]")
+_PANEL_IN_BRACKET = r"(?:[Pp]anels?\s+)?"  # "(panel a)", "(panels B–D)": the word adds nothing
+_RE_PAREN = re.compile(rf"[(\[]\s*{_PANEL_IN_BRACKET}({_LIST_PAREN})\.?\s*[)\]]")
 _RE_PAREN_RANGE = re.compile(
     rf"[(\[]\s*({_ATOM})\s*[)\]](?:\s*[-–—‐‑−]\s*|\s*(?:to|through)\s+)[(\[]\s*({_ATOM})\s*[)\]]"
 )
 # an abbreviation, then the panels it is shown in: "(GMSAT, a–c)"
 _RE_NOTE_PAREN = re.compile(rf"\((?:[A-Z][A-Za-z0-9-]{{1,9}}),\s+({_LIST})\)")
 # a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
-_RE_PAREN_NOTE = re.compile(rf"[(\[]\s*({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
+_RE_PAREN_NOTE = re.compile(rf"[(\[]\s*{_PANEL_IN_BRACKET}({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
 # labels, each with its note, in one bracket after a phrase: "(B, representative image; C,
 # quantitation result)"
 _PAREN_KEY_ITEM = rf"({_LIST})\s*,\s+[^()\[\];]{{1,40}}?"
