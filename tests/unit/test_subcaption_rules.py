@@ -2026,3 +2026,20 @@ def test_the_word_panel_inside_a_label_bracket_is_read_through() -> None:
     assert [labels for labels, _ in labelled(listed)] == [["a"], ["b"], ["c"]]
     # "panel" with a word that is no label is still no label
     assert labelled("Cells were imaged (panel overview) at 10x.") == []
+
+
+def test_a_sentence_ending_in_a_colon_opens_the_segment_of_the_label_after_it() -> None:
+    # Sci Rep 10.1038/s41598-020-70174-z figure 3 (CC BY), shortened: "The levels of SNCA oligomers
+    # were determined in:" introduces (E), not the end of (D)'s description
+    caption = (
+        "Neuropathological hallmarks in PD. The levels of Aβ oligomers were determined in: (A) SNpc; (B) "
+        "Hippocampus and (C) Cortex brain tissue homogenates. (D) Densitometric analysis of the levels of Aβ "
+        "oligomers. The levels of SNCA oligomers were determined in: (E) SNpc; (F) Hippocampus."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"], ["e"], ["f"]]
+    assert got[3][1] == "(D) Densitometric analysis of the levels of Aβ oligomers."
+    assert got[4][1] == "The levels of SNCA oligomers were determined in: (E) SNpc;"
+    # a clause after a semicolon is no sentence of its own: it stays with the panel before
+    clause = "(A) Wings. Genotypes. For most genotypes see file 1; for the remainder: (B) UAS-GFP/w."
+    assert labelled(clause)[0][1] == "(A) Wings. Genotypes. For most genotypes see file 1; for the remainder:"

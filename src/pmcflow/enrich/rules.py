@@ -1505,7 +1505,7 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
                 seg_start = _before_semicolons(text, sentence, prev_floor)
             led = led and same and not joint
         else:
-            seg_start = c.start
+            seg_start = _colon_heading_start(text, c, prev_floor) if opens else c.start
             joint = _continues_sub_panel(prev, c)
             led = True
         prev = c
@@ -1560,6 +1560,21 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
             continue
         segments.append(Segment(all_labels, seg_text))
     return segments
+
+
+def _colon_heading_start(text: str, c: _Candidate, floor: int) -> int:
+    """Where the segment of the sentence-opening marker ``c`` starts: at a sentence of its own
+    that ends in a colon right before it ("(D) Densitometric analysis …. The levels of SNCA
+    oligomers were determined in: (E) SNpc; (F) …"), which introduces it, else at ``c``. The
+    sentence starts after ``floor`` (the previous marker), past a sentence of the previous panel."""
+    head = text[floor : c.start].rstrip()
+    if not head.endswith(":"):
+        return c.start
+    start = _sentence_start(text, len(head) + floor - 1, floor)
+    heading = text[start : floor + len(head) - 1]
+    if not text[floor:start].strip() or not heading[:1].isupper() or any(ch in heading for ch in ":;"):
+        return c.start  # "… see Supplementary file 1; for the remainder: (I) …" is the panel before's
+    return start
 
 
 def _lead_segments(text: str, floor: int, end: int, markers: Sequence[_Candidate]) -> list[Segment]:
