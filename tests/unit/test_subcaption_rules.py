@@ -2043,3 +2043,16 @@ def test_a_sentence_ending_in_a_colon_opens_the_segment_of_the_label_after_it() 
     # a clause after a semicolon is no sentence of its own: it stays with the panel before
     clause = "(A) Wings. Genotypes. For most genotypes see file 1; for the remainder: (B) UAS-GFP/w."
     assert labelled(clause)[0][1] == "(A) Wings. Genotypes. For most genotypes see file 1; for the remainder:"
+
+
+def test_a_mutant_name_opening_with_the_increment_sign_is_a_phrase_after_its_label() -> None:
+    # MicrobiologyOpen 10.1002/mbo3.593 figure 4 (CC BY), shortened: "(b) \u2206disA" is a label before
+    # its phrase (U+2206, not the Greek letter, which is a word character already)
+    caption = (
+        "Germination and outgrowth of spores of different B. subtilis strains with and without H2O2. "
+        "Dormant spores of (a) wild\u2010type, (b) \u2206disA, (c) \u2206uvrA, and (d) \u2206disA uvrA strains "
+        "were heat shocked and germinated."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"]]
+    assert got[1][1] == "(b) \u2206disA,"

@@ -148,7 +148,7 @@ _RE_SUB_ATOM = re.compile(_SUB_ATOM)
 _RANGE_WORDS = frozenset({"-", "–", "—", "‐", "‑", "−", "to", "through"})
 _LIST_WORDS = frozenset({",", "&", "and", "/"})
 _SENTENCE_PUNCT = ";:!?。；：！？"
-_RE_WORD = re.compile(r" *([^\W_]+)")
+_RE_WORD = re.compile(r" *([∆]?[^\W_]+)")  # "∆disA": the increment sign opens a mutant's name
 _RE_WORDS_BEFORE = re.compile(r"[^\W\d_]+")
 # words after an inline label that show it closes the phrase before it ("dorsal (A) and ventral
 # (B) views", "image (B) shows"): the label is not placed before its own description
