@@ -2056,3 +2056,16 @@ def test_a_mutant_name_opening_with_the_increment_sign_is_a_phrase_after_its_lab
     got = labelled(caption)
     assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"]]
     assert got[1][1] == "(b) \u2206disA,"
+
+
+def test_letters_listed_after_as_and_or_open_their_segments() -> None:
+    # Plant Methods 10.1186/s13007-018-0380-x figure 4 (CC BY), shortened: "presented as a …, or b …"
+    caption = (
+        "Malate efflux from the apices of various root types. Data are presented as a malate efflux per root "
+        "apex, or b malate efflux normalized to the tissue surface area. Data are mean ± SE (n = 3–10)."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"]]
+    assert got[0][1] == "a malate efflux per root apex, or"
+    # "as a" with no listed "b" after it names nothing
+    assert labelled("Data are presented as a percentage of the control, or as raw counts.") == []

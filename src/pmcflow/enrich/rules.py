@@ -680,13 +680,14 @@ _RE_LISTED_BARE = re.compile(
     r"(?<= )([b-hj-z])"
     r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(])"
 )
-_RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bfor|\bat) $")
+_RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bor|\bfor|\bat) $")
 # the first of letters listed inside a sentence, after its noun, "the", "with" or a colon
 # (:data:`_RE_LISTED_FIRST_BEFORE`): "curves of a GEMIN7, b OAS1, …", "for: a premeiosis … and b …",
+# "presented as a malate efflux per root apex, or b …",
 # "for the a meteorological winter … and b …" (not the Latin "a priori"); after any word when an
 # article follows it ("Box plots showing a the leaf number …, and b the diameter …")
 _RE_LISTED_FIRST = re.compile(r"(?<= )a(?= (?!(?:and|or|to|is|priori|posteriori|fortiori)\b)[A-Za-z(])")
-_RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|\bthe|\bwith|:) $")
+_RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|\bthe|\bwith|\bas|:) $")
 
 
 def _listed_at(text: str, pos: int, before: re.Pattern[str]) -> bool:
