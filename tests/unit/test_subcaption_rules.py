@@ -2069,3 +2069,20 @@ def test_letters_listed_after_as_and_or_open_their_segments() -> None:
     assert got[0][1] == "a malate efflux per root apex, or"
     # "as a" with no listed "b" after it names nothing
     assert labelled("Data are presented as a percentage of the control, or as raw counts.") == []
+
+
+def test_clauses_before_a_trailing_label_stop_at_the_clause_of_the_label_before() -> None:
+    # Sci Rep 10.1038/s41598-018-37810-1 figure 3 (CC BY): "(b) … TargetP;" is panel b's clause, right
+    # after its label; the clause after the semicolon, closed by "(c)", "(d)", "(e)", is theirs
+    caption = (
+        "Functional annotation of the proteins identified from TiK isolate mycelial proteome (a) Classification "
+        "of the identified proteins through COG classification (b) Subcelluar localization of the identified "
+        "proteins using TargetP; Gene Ontology based classification of the identified protein into distinct "
+        "categories as cellular component (c), molecular function (d) and biological process (e)."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c", "d", "e"]]
+    assert got[1][1] == "(b) Subcelluar localization of the identified proteins using TargetP;"
+    # a clause that names no panel still goes with the label that closes its sentence
+    back = "(A) Map of the site. Locations of new isolates are shown in red; locations of previous ones in black (B)."
+    assert labelled(back)[1][1].startswith("Locations of new isolates")

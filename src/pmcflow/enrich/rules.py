@@ -1064,8 +1064,8 @@ def _before_semicolons(text: str, start: int, floor: int) -> int:
         if not head.endswith(";"):
             break
         prev = _sentence_start(text, len(head) - 1, floor)
-        if prev >= start or prev <= floor:
-            break  # a marker ends in that clause
+        if prev >= start or not text[floor:prev].strip():
+            break  # a marker ends in that clause (only spaces between it and the clause)
         start = prev
     return start
 
