@@ -441,6 +441,12 @@ def test_real_caption_patterns(caption: str, expected: list[tuple[list[str], str
             "Skull of Beelzebufo. (A) Dorsal view; and (B) ventral view. (C) Lateral view.",
             [(["a"], "(A) Dorsal view; and"), (["b"], "(B) ventral view."), (["c"], "(C) Lateral view.")],
         ),
+        # Nutrients 10.3390/nu10101503 figure 8 (CC BY): a comma after the conjunction
+        (
+            "Kinetic analysis of the inhibitory activity against α-amylase from porcine pancreas. (A) Wheat "
+            "α-AI; and, (B) Buckwheat α-AI.",
+            [(["a"], "(A) Wheat α-AI; and,"), (["b"], "(B) Buckwheat α-AI.")],
+        ),
     ],
 )
 def test_a_conjunction_after_a_semicolon_opens_the_next_panel(

@@ -347,7 +347,7 @@ def _label_for(family: str, ordinal: int) -> str:
     return str(ordinal)
 
 
-_RE_CONJUNCTION_BEFORE = re.compile(r"[;；] *(?:and|or) *$")
+_RE_CONJUNCTION_BEFORE = re.compile(r"[;；] *(?:and|or),? *$")
 
 
 def _back_over_spaces(text: str, pos: int, floor: int = 0) -> int:
