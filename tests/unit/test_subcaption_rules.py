@@ -2092,3 +2092,19 @@ def test_clauses_before_a_trailing_label_stop_at_the_clause_of_the_label_before(
     # a clause that names no panel still goes with the label that closes its sentence
     back = "(A) Map of the site. Locations of new isolates are shown in red; locations of previous ones in black (B)."
     assert labelled(back)[1][1].startswith("Locations of new isolates")
+
+
+def test_a_stray_comma_after_a_label_inside_a_list_of_labels_before_phrases() -> None:
+    # Nat Commun 10.1038/s41467-025-57371-y figure 1 (CC BY), shortened: "(c), Atlantic …" between
+    # "(b) …," and "(d) …" is the list's third item, not a label after "temperatures"
+    caption = (
+        "Historical and future projections of global climate. Time-series of the global annual mean (a) "
+        "atmospheric CO2 concentrations, (b) surface air temperatures, (c), Atlantic Meridional Overturning "
+        "Circulation strengths, (d) ocean CO2 uptakes, and (e) sea-ice area."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"], ["e"]]
+    assert got[2][1] == "(c), Atlantic Meridional Overturning Circulation strengths,"
+    # labels after their phrases, with commas, stay one description
+    after = "Expression in dorsal (A), ventral (B), lateral (C) and anterior (D) views of the embryo."
+    assert [labels for labels, _ in labelled(after)] == [["a", "b", "c", "d"]]

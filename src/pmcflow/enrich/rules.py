@@ -1133,6 +1133,16 @@ def _prefixes(text: str, markers: Sequence[_Candidate]) -> list[bool]:
         elif prep[k] and k + 1 < len(markers) and listed[k + 1]:
             between = text[c.end : markers[k + 1].start]
             out[k] = _same_sentence(text, c.end, markers[k + 1].start) and between.rstrip().endswith(",")
+    for k in range(1, len(markers) - 1):
+        c = markers[k]
+        if not out[k] and out[k - 1] and out[k + 1] and c.style == "inline" and text.startswith(", ", c.end):
+            # "(b) surface air temperatures, (c), Atlantic … strengths, (d) ocean CO2 uptakes": a stray
+            # comma after a label inside a list of labels before their phrases
+            out[k] = (
+                _RE_CLAUSE_BEFORE.search(text, 0, c.start) is not None
+                and _next_word(text, c.end + 1) not in ("", *_POSTFIX_WORDS)
+                and _same_sentence(text, markers[k - 1].end, markers[k + 1].start)
+            )
     return out
 
 
