@@ -776,8 +776,9 @@ def test_a_letter_named_only_in_lists_is_assigned_its_sentences() -> None:
             [
                 (["a"], "(A) Wing disc."),
                 (["b"], "(B) Leg disc."),
-                (["c"], "(C) Eye disc. Genotypes:"),
-                (["a"], "(A) yw;"),
+                (["c"], "(C) Eye disc."),
+                # the heading before the list's colon introduces it: the first listed panel's
+                (["a"], "Genotypes: (A) yw;"),
                 (["c"], "(C) w1118."),
             ],
             id="per-panel-list-after-the-last-panel",
