@@ -206,7 +206,8 @@ LATER_BATCHES = [
     # a–c)", "Left column a, d, g, …" (dev 0.922 -> 0.954, held-out shared-text F1 0.905 -> 0.940);
     # letters listed in one sentence, "of a …, b …" (held out 0.923 / 0.815 -> 0.928 / 0.824); "for the
     # a meteorological winter …" (dev 0.973 / 0.954 -> 0.980 / 0.958)
-    pytest.param(PUBLISHERS_SET, (0.975, 0.955), (0.925, 0.82), (0.15, 0.25), 0.945, id="publishers"),
+    # a stray comma after a listed label, "(c), Atlantic …" (dev segments 0.958 -> 0.964)
+    pytest.param(PUBLISHERS_SET, (0.975, 0.96), (0.925, 0.82), (0.15, 0.25), 0.945, id="publishers"),
     # neuroscience (rules of 6c1cfe2): first dev 0.964 / 0.935, test 0.957 / 0.911, shared-text F1
     # 0.983 / 0.966. Rules tuned on its dev split since (sub-panels inside their panel, a bare marker
     # before a Greek letter, bare restatements of a bare overview list, primed sub-panels, notes on the
@@ -219,25 +220,32 @@ LATER_BATCHES = [
     # shared-text F1 0.962 / 0.960. Then letters listed inside one sentence as a caption's only labels
     # ("curves of a GEMIN7, b OAS1, …") and as the head of a chain: label sets dev 0.976, test 0.970;
     # sentences walking through an overview: test segments 0.919 -> 0.922, and with a restated marker
-    # as one of its steps dev 0.867 -> 0.871
-    pytest.param(MOLBIO_SET, (0.975, 0.87), (0.965, 0.92), (0.2, 0.25), 0.96, id="molbio"),
+    # as one of its steps dev 0.867 -> 0.871; a sentence ending in a colon that introduces the next
+    # label ("… were determined in: (E) SNpc; …"): dev segments 0.878
+    pytest.param(MOLBIO_SET, (0.975, 0.875), (0.965, 0.92), (0.2, 0.25), 0.96, id="molbio"),
     # plant, crop and food science (rules of 99e37d2): first dev 0.981 / 0.860, test 0.976 / 0.839,
     # shared-text F1 0.926 / 0.968. Over half of these captions name no panel (single-image
     # figures): the baseline's label sets are right on those too, its segments are not. Then
     # sentences walking through an overview ("a–e …. … (a), … (b), n = 8. … (c). …") and "showing a
     # the leaf number": dev 0.984 / 0.891, test 0.976 / 0.859
-    pytest.param(PLANT_SET, (0.98, 0.885), (0.975, 0.855), (0.09, 0.15), 0.93, id="plant"),
+    # mutant names after "∆" and letters listed after "as"/"or": dev 0.988 / 0.914; with the round's
+    # other rules (the colon heading above all) test segments 0.859 -> 0.940
+    pytest.param(PLANT_SET, (0.985, 0.91), (0.975, 0.935), (0.09, 0.15), 0.93, id="plant"),
     # medicinal plants, pharmacology, nanomaterials (rules of e3624b0): first dev 0.948 / 0.820, test
     # 0.924 / 0.713, shared-text F1 0.934 / 0.924. Three in five captions name no panel, so the
     # baseline is close on label sets. Then letters listed before numbered items, a restated marker
     # as a step of an overview walk, glossaries with colons, "subsp.", a leading label that lost its
     # period after another, "with a … and b …": dev 0.956 / 0.858, test 0.935 / 0.713 (0.733 with
     # the unseparated labels of the crop science batch)
-    pytest.param(MEDPLANT_SET, (0.955, 0.855), (0.93, 0.73), (0.05, 0.05), 0.94, id="medplant"),
+    # Then prepositional phrases after listed labels, a bracket of labels with notes and the clause
+    # fix of _before_semicolons: dev 0.961 / 0.895, test 0.935 / 0.852
+    pytest.param(MEDPLANT_SET, (0.96, 0.89), (0.93, 0.85), (0.05, 0.05), 0.94, id="medplant"),
     # crop science, a second batch (rules of 0b68079): first dev 0.959 / 0.844, test 0.955 / 0.773,
     # shared-text F1 0.916 / 0.904. Then labels before their phrases with no separator between them
     # ("(a) cultured in … (b) cultured in …"): dev segments 0.862
-    pytest.param(CROPS_SET, (0.955, 0.86), (0.95, 0.77), (0.15, 0.25), 0.91, id="crops"),
+    # Then a glossary no longer taking "a," after the title, "(panel a)", the clause fix, "; and,":
+    # dev 0.966 / 0.881, test 0.960 / 0.788
+    pytest.param(CROPS_SET, (0.965, 0.88), (0.96, 0.785), (0.15, 0.25), 0.91, id="crops"),
     # crop science, a third batch (rules of 413c74c): first dev 0.945 / 0.849, test 0.963 / 0.924,
     # shared-text F1 0.979 / 0.964 (the rules of 04766cb: dev segments 0.845)
     pytest.param(CROPS2_SET, (0.94, 0.845), (0.96, 0.92), (0.1, 0.2), 0.97, id="crops2"),
@@ -267,27 +275,27 @@ def test_both_measures_on_each_later_batch(
 POOLS = [
     # four sets, 1,577 captions (segments 0.911 / test 0.869 before the pair rule above, 0.917 /
     # 0.879 with it; the rules of that round 0.930 / 0.881)
-    pytest.param((PUBLISHERS_SET,), (0.955, 0.927), (0.939, 0.883), id="four"),
+    pytest.param((PUBLISHERS_SET,), (0.963, 0.934), (0.939, 0.884), id="four"),
     # five sets, 2,157 captions, 4,820 gold segments (first scores: all 0.962 / 0.930, held out
     # 0.942 / 0.890)
-    pytest.param((PUBLISHERS_SET, NEURO_SET), (0.967, 0.94), (0.945, 0.895), id="five"),
+    pytest.param((PUBLISHERS_SET, NEURO_SET), (0.967, 0.944), (0.945, 0.898), id="five"),
     # six sets, 2,585 captions, 5,915 gold segments (first scores: all 0.964 / 0.928, held out 0.946
     # / 0.897)
-    pytest.param((PUBLISHERS_SET, NEURO_SET, MOLBIO_SET), (0.969, 0.93), (0.949, 0.9), id="six"),
+    pytest.param((PUBLISHERS_SET, NEURO_SET, MOLBIO_SET), (0.969, 0.934), (0.949, 0.902), id="six"),
     # seven sets, 3,027 captions, 6,613 gold segments (first scores: all 0.971 / 0.923, held out
     # 0.953 / 0.894)
-    pytest.param((PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET), (0.971, 0.925), (0.952, 0.897), id="seven"),
+    pytest.param((PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET), (0.971, 0.932), (0.952, 0.905), id="seven"),
     # eight sets, 3,502 captions, 7,163 gold segments (first scores: all 0.967 / 0.917, held out
     # 0.950 / 0.891)
     pytest.param(
-        (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET), (0.968, 0.919), (0.95, 0.89), id="eight"
+        (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET), (0.969, 0.929), (0.951, 0.902), id="eight"
     ),
     # nine sets, 3,945 captions, 7,863 gold segments (first scores: all 0.967 / 0.911, held out
     # 0.952 / 0.878)
     pytest.param(
         (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET, CROPS_SET),
-        (0.967, 0.912),
-        (0.951, 0.878),
+        (0.968, 0.92),
+        (0.952, 0.89),
         id="nine",
     ),
     # ten sets, 4,372 captions, 8,504 gold segments (first scores: all 0.967 / 0.918, held out
