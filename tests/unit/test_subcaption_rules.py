@@ -2109,3 +2109,18 @@ def test_a_stray_comma_after_a_label_inside_a_list_of_labels_before_phrases() ->
     # labels after their phrases, with commas, stay one description
     after = "Expression in dorsal (A), ventral (B), lateral (C) and anterior (D) views of the embryo."
     assert [labels for labels, _ in labelled(after)] == [["a", "b", "c", "d"]]
+
+
+def test_a_semicolon_inside_a_name_opens_no_label() -> None:
+    # Rice 10.1186/s12284-018-0225-2 figure 1 (CC BY), shortened: "gs1;2: grey column" is the mutant's
+    # name, not a clause that opens with a label "2:"
+    caption = (
+        "qPCR analysis of OsASs in the basal portions of wild-type and gs1;2 mutant shoots. qPCR analysis of "
+        "OsAS1 and OsAS2 genes (a) and a control Actin1 (b) in shoots of wild-type plants (WT: black column) and "
+        "gs1;2 mutants (gs1;2: grey column) were performed. Mean values with SE are shown."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b"]]
+    # after a semicolon and a space, a label still opens its clause
+    spaced = "Skull of Beelzebufo. (A) Dorsal view; (B) ventral view."
+    assert [labels for labels, _ in labelled(spaced)] == [["a"], ["b"]]

@@ -370,6 +370,8 @@ def _boundary_kind(text: str, pos: int, floor: int) -> str | None:
     if m is not None and m.end() == q and pos > q:
         q = m.start() + 1  # "A, dorsal; and B, ventral views": the "and" after ";" opens the panel
     ch = text[q - 1]
+    if ch in ";；" and q == pos:
+        return None  # "gs1;2: grey column": a name with a semicolon in it, not a clause's start
     if ch in _SENTENCE_PUNCT:
         return "sentence"
     if ch == ".":
