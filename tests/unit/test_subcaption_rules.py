@@ -2124,3 +2124,17 @@ def test_a_semicolon_inside_a_name_opens_no_label() -> None:
     # after a semicolon and a space, a label still opens its clause
     spaced = "Skull of Beelzebufo. (A) Dorsal view; (B) ventral view."
     assert [labels for labels, _ in labelled(spaced)] == [["a"], ["b"]]
+
+
+def test_a_bracket_of_labels_each_for_its_item_labels_its_phrase() -> None:
+    # Front Plant Sci 10.3389/fpls.2018.00673 figure 4 (CC BY), shortened: the panels named in one
+    # bracket, "A for γ-gliadin, B for δ-gliadin, …", after the phrase they all belong to
+    caption = (
+        "Expression profiles of different groups of prolamin genes (A for γ-gliadin, B for δ-gliadin, C for "
+        "ω-gliadin, and D for LMW-GS). Transcriptome datasets were downloaded from the published result."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b", "c", "d"]]
+    assert got[0][1].startswith("Expression profiles of different groups")
+    # one label "for" an item is no such list
+    assert labelled("Cells were imaged (A for all samples) at 10x.") == []

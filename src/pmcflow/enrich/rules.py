@@ -111,6 +111,10 @@ _RE_PAREN_NOTE = re.compile(rf"[(\[]\s*{_PANEL_IN_BRACKET}({_LIST})\s*[,;]\s+[^(
 _PAREN_KEY_ITEM = rf"({_LIST})\s*,\s+[^()\[\];]{{1,40}}?"
 _RE_PAREN_KEY = re.compile(rf"\(\s*{_PAREN_KEY_ITEM}(?:;\s*(?:and\s+)?{_PAREN_KEY_ITEM})+\)")
 _RE_PAREN_KEY_ITEM = re.compile(rf"(?:^\(|;)\s*(?:and\s+)?{_PAREN_KEY_ITEM}(?=;|\)$)")
+# ... or each label "for" its item: "(A for γ-gliadin, B for δ-gliadin, C for ω-gliadin, and D for LMW-GS)"
+_PAREN_FOR_ITEM = rf"({_LIST})\s+for\s+[^()\[\];,]{{1,40}}?"
+_RE_PAREN_FOR = re.compile(rf"\(\s*{_PAREN_FOR_ITEM}(?:[;,]\s*(?:and\s+)?{_PAREN_FOR_ITEM})+\)")
+_RE_PAREN_FOR_ITEM = re.compile(rf"(?:^\(|[;,])\s*(?:and\s+)?{_PAREN_FOR_ITEM}(?=[;,]|\)$)")
 # "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
 _RE_UPPER_ROMAN_SUB = re.compile(r"[A-Z]I{1,3}")
 _RE_OPEN = re.compile(rf"[(\[]\s*({_LIST})(?=\s+[A-Z0-9][a-z0-9])")
@@ -439,13 +443,15 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             kind = _boundary_kind(text, m.start(), floor)
             add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None)
     keys: list[tuple[int, int]] = []
-    for m in _RE_PAREN_KEY.finditer(text, floor):
-        # "… 4 weeks after MI (B, representative image; C, quantitation result)": the phrase's
-        # panels, each with a note; no label inside opens a segment
-        if _boundary_kind(text, m.start(), floor) is None:
-            items = [i.group(1) for i in _RE_PAREN_KEY_ITEM.finditer(m.group(0))]
-            if add(m.start(), m.end(), "inline", ", ".join(items), False):
-                keys.append((m.start(), m.end()))
+    for key, item in ((_RE_PAREN_KEY, _RE_PAREN_KEY_ITEM), (_RE_PAREN_FOR, _RE_PAREN_FOR_ITEM)):
+        for m in key.finditer(text, floor):
+            # "… 4 weeks after MI (B, representative image; C, quantitation result)", "Phylogenetic
+            # trees (A for γ-gliadin, B for …)": the phrase's panels, each with a note; no label
+            # inside opens a segment
+            if _boundary_kind(text, m.start(), floor) is None:
+                items = [i.group(1) for i in item.finditer(m.group(0))]
+                if add(m.start(), m.end(), "inline", ", ".join(items), False):
+                    keys.append((m.start(), m.end()))
     for m in _RE_NOTE_PAREN.finditer(text, floor):
         # "surface air temperature (GMSAT, a–c)": an abbreviation, then the panels it is shown in
         if len(_list_letters(m.group(1)) or []) >= 2:
