@@ -2138,3 +2138,35 @@ def test_a_bracket_of_labels_each_for_its_item_labels_its_phrase() -> None:
     assert got[0][1].startswith("Expression profiles of different groups")
     # one label "for" an item is no such list
     assert labelled("Cells were imaged (A for all samples) at 10x.") == []
+
+
+def test_a_note_then_its_panel_after_a_semicolon_in_one_bracket() -> None:
+    # Front Plant Sci 10.3389/fpls.2018.00636 figure 2 (CC BY), shortened: "(μM g−1 FW; A)" is the
+    # unit, then the panel of its phrase; "A)" inside opens no segment
+    caption = (
+        "Variation in ROS signaling during spot blotch infection of wheat germplasm. Heatmaps show the H2O2 "
+        "levels (μM g−1 FW; A), SOD activity (Unit g−1 FW; C) and MDA content (μmol g−1 FW; E) in the wheat "
+        "CRP lines, at various time intervals, upon spot blotch infection were analyzed. A strong negative "
+        "correlation (p ≤ 0.05) of AUDPC to spot blotch-induced H2O2 (B) and SOD (D) contents was observed, "
+        "whereas MDA (F) was positively correlated to disease progression."
+    )
+    got = labelled(caption)
+    assert got[0] == (
+        ["a", "c", "e"],
+        "Heatmaps show the H2O2 levels (μM g−1 FW; A), SOD activity (Unit g−1 FW; C) and MDA content (μmol g−1 "
+        "FW; E) in the wheat CRP lines, at various time intervals, upon spot blotch infection were analyzed.",
+    )
+    # "Kaplan–Meier curves (log-rank test; B)": any note, the same
+    one = "(A) Survival of mice. Kaplan–Meier curves of the groups (log-rank test; B). (C) Weights."
+    assert [labels for labels, _ in labelled(one)] == [["a"], ["b"], ["c"]]
+    # Nat Commun 10.1038/s41467-024-54756-3 figure 8 (CC BY), shortened: the semicolons inside the brackets
+    # end no sentence, so the sentence naming all eight panels is one segment of all of them
+    water = (
+        "Water properties. A section of salinity (psu; a, e), potential temperature (°C; b, f), potential "
+        "density (kg m−3; c, g) and zonal velocity (m s−1; d, h). a–d Control simulation. e–h Anomalies."
+    )
+    got = labelled(water)
+    assert sorted(got[0][0]) == list("abcdefgh") and got[0][1].startswith("A section of salinity")
+    # at a sentence start such a bracket opens its panels' segment: "(Top; A-D) Profiles of …"
+    top = "Treatment. (Top; A-D) Profiles of cancer cells. (Bottom; A-D) Profiles of chemoattractants. (E) Counts."
+    assert [labels for labels, _ in labelled(top)] == [list("abcd"), list("abcd"), ["e"]]

@@ -104,6 +104,8 @@ _RE_PAREN_RANGE = re.compile(
 )
 # an abbreviation, then the panels it is shown in: "(GMSAT, a–c)"
 _RE_NOTE_PAREN = re.compile(rf"\((?:[A-Z][A-Za-z0-9-]{{1,9}}),\s+({_LIST})\)")
+# a note, then the panels it is about, after a semicolon: "H2O2 levels (μM g−1 FW; A)"
+_RE_NOTE_SEMI_PAREN = re.compile(rf"\([^()\[\];]{{1,30}};\s*({_LIST})\)")
 # a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
 _RE_PAREN_NOTE = re.compile(rf"[(\[]\s*{_PANEL_IN_BRACKET}({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
 # labels, each with its note, in one bracket after a phrase: "(B, representative image; C,
@@ -452,6 +454,12 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
                 items = [i.group(1) for i in item.finditer(m.group(0))]
                 if add(m.start(), m.end(), "inline", ", ".join(items), False):
                     keys.append((m.start(), m.end()))
+    for m in _RE_NOTE_SEMI_PAREN.finditer(text, floor):
+        # "Heatmaps show the H2O2 levels (μM g−1 FW; A), SOD activity (Unit g−1 FW; C) …": the
+        # phrase's panel after its unit; "A)" inside opens no segment
+        kind = _boundary_kind(text, m.start(), floor)
+        if add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None):
+            keys.append((m.start(), m.end()))  # "(Top; A-D) Profiles of …" opens a sentence: before its phrase
     for m in _RE_NOTE_PAREN.finditer(text, floor):
         # "surface air temperature (GMSAT, a–c)": an abbreviation, then the panels it is shown in
         if len(_list_letters(m.group(1)) or []) >= 2:
@@ -1043,6 +1051,24 @@ def _acceptable(chain: Sequence[_Candidate]) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+def _bracketed_semicolons(text: str) -> set[int]:
+    """Positions of the semicolons inside a closed pair of round brackets ("(lane 1: marker; lane
+    1–4 enzyme)", "(psu; a, e)"): a note's clauses, not the caption's. An unclosed bracket keeps
+    none."""
+    out: set[int] = set()
+    pending: list[list[int]] = []
+    if ";" not in text and "；" not in text:
+        return out
+    for i, ch in enumerate(text):
+        if ch == "(":
+            pending.append([])
+        elif ch == ")" and pending:
+            out.update(pending.pop())
+        elif ch in ";；" and pending:
+            pending[-1].append(i)
+    return out
+
+
 @lru_cache(maxsize=4)
 def _sentence_breaks(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Positions right after a sentence-ending mark (``.;!?``, not ":"; a period only before a
@@ -1052,8 +1078,9 @@ def _sentence_breaks(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     starts: list[int] = []
     ends: list[int] = []
     n = len(text)
+    inside = _bracketed_semicolons(text)
     for i, ch in enumerate(text):
-        if ch in _SENTENCE_PUNCT and ch not in ":：":
+        if ch in _SENTENCE_PUNCT and ch not in ":：" and i not in inside:
             starts.append(i + 1)
             ends.append(i + 1)
         elif ch == "." and (i + 1 == n or text[i + 1] == " ") and not is_abbreviation_stop(text, i):
@@ -1293,8 +1320,8 @@ def _opens_its_sentence(text: str, c: _Candidate, top: int) -> bool:
     bracket of the caption's labels (up to ``top``) in its sentence: "In the first column (A and
     C), Alcian Blue staining …", "In (a, b), the shaded color … depth (z) bin …", "Panels (c, f, i)
     depict …" describe those panels (not "Expression of twi (A, E, H, L), sim (B, F, I, M), …")."""
-    if len(c.ords) < 2:
-        return False
+    if len(c.ords) < 2 or ";" in text[c.start : c.end]:
+        return False  # "salinity (psu; a, e), …": a note, then the labels of the phrase before it
     start = _sentence_start(text, c.start, 0)
     opening = text[start : c.start].split()
     if len(opening) > OPENING_PHRASE_MAX_WORDS:
@@ -1621,8 +1648,11 @@ def _lead_segments(text: str, floor: int, end: int, markers: Sequence[_Candidate
 
 
 def _lead_letters(text: str) -> set[int]:
-    """Ordinals of the letters ``text`` names in brackets, notes too ("threshold (a, 0.25 mm)")."""
-    return _named_letters(text) | {o for _, ords in _bracket_letters(text, _RE_PAREN_NOTE) for o in ords}
+    """Ordinals of the letters ``text`` names in brackets, notes too ("threshold (a, 0.25 mm)",
+    "salinity (psu; a, e)")."""
+    return _named_letters(text) | {
+        o for pattern in (_RE_PAREN_NOTE, _RE_NOTE_SEMI_PAREN) for _, ords in _bracket_letters(text, pattern) for o in ords
+    }
 
 
 def _dedupe(labels: Iterable[str]) -> list[str]:
