@@ -2170,3 +2170,17 @@ def test_a_note_then_its_panel_after_a_semicolon_in_one_bracket() -> None:
     # at a sentence start such a bracket opens its panels' segment: "(Top; A-D) Profiles of …"
     top = "Treatment. (Top; A-D) Profiles of cancer cells. (Bottom; A-D) Profiles of chemoattractants. (E) Counts."
     assert [labels for labels, _ in labelled(top)] == [list("abcd"), list("abcd"), ["e"]]
+
+
+def test_letters_listed_each_before_a_quantity_open_their_segments() -> None:
+    # J Nanobiotechnology 10.1186/s12951-018-0408-4 figure 9 (CC BY), shortened: "temperatures a 30 °C, b 50 °C,
+    # and c 70 °C", Nature-style letters each before its quantity
+    caption = (
+        "UV-visible spectra illustrating Ag NP-mediated catalytic reduction of 4-NP to 4-AP at three different "
+        "temperatures a 30 °C, b 50 °C, and c 70 °C. Reduction in the absorption intensity indicates 4-AP."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"]]
+    assert got[0][1] == "a 30 °C,"
+    # "a" before a number with no "b" listed after it is the article
+    assert labelled("Cells were kept at a 30 °C incubator, then imaged.") == []

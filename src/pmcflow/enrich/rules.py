@@ -694,7 +694,7 @@ def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
 # "distributions for b plane 1, c plane 2, …")
 _RE_LISTED_BARE = re.compile(
     r"(?<= )([b-hj-z])"
-    r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(])"
+    r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(0-9])"
 )
 _RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bor|\bfor|\bat) $")
 # the first of letters listed inside a sentence, after its noun, "the", "with" or a colon
@@ -702,7 +702,9 @@ _RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bor|\bfor|\bat) $")
 # "presented as a malate efflux per root apex, or b …",
 # "for the a meteorological winter … and b …" (not the Latin "a priori"); after any word when an
 # article follows it ("Box plots showing a the leaf number …, and b the diameter …")
-_RE_LISTED_FIRST = re.compile(r"(?<= )a(?= (?!(?:and|or|to|is|priori|posteriori|fortiori)\b)[A-Za-z(])")
+_RE_LISTED_FIRST = re.compile(r"(?<= )a(?= (?!(?:and|or|to|is|priori|posteriori|fortiori)\b)[A-Za-z(0-9])")
+# letters listed each before a quantity: "at three different temperatures a 30 °C, b 50 °C, and c 70 °C"
+_RE_LISTED_QUANTITIES = re.compile(r"a \d[^.;,]{0,20}, (?:and )?b \d")
 _RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|\bthe|\bwith|\bas|:) $")
 
 
@@ -715,6 +717,8 @@ def _listed_first_at(text: str, pos: int) -> bool:
     """An "a" at ``pos`` opens letters listed in its sentence (:data:`_RE_LISTED_FIRST`)."""
     if _RE_LISTED_FIRST.match(text, pos) is None:
         return False
+    if text[pos + 2 : pos + 3].isdigit():
+        return _RE_LISTED_QUANTITIES.match(text, pos) is not None
     return _listed_at(text, pos, _RE_LISTED_FIRST_BEFORE) or text.startswith(("a the ", "a an "), pos)
 
 
