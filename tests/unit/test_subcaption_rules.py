@@ -2184,3 +2184,21 @@ def test_letters_listed_each_before_a_quantity_open_their_segments() -> None:
     assert got[0][1] == "a 30 °C,"
     # "a" before a number with no "b" listed after it is the article
     assert labelled("Cells were kept at a 30 °C incubator, then imaged.") == []
+
+
+def test_panels_named_after_in_graph_are_the_captions_labels_when_it_has_no_other() -> None:
+    # Front Physiol 10.3389/fphys.2018.01632 figure 2 (CC BY), shortened: "presented in
+    # Graph A, …; …, presented in Graph B, …", one clause per panel
+    caption = (
+        "Effort test T0, presented in Graph A, performed after the adaptation week; T7 effort test, presented in "
+        "Graph B, performed after 7 days of experiment; T-14 exercise test, presented in Graph C, performed after "
+        "14 days of experiment."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"]]
+    assert got[1][1] == "T7 effort test, presented in Graph B, performed after 7 days of experiment;"
+    # in a labelled caption "in panel A" refers back to a panel: the chain stays the caption's own
+    back = "(A) Survival of mice. (B) Weights of the mice shown in panel A, at day 7."
+    assert [labels for labels, _ in labelled(back)] == [["a"], ["b"]]
+    # one such mention alone names no panels
+    assert labelled("Tests were done as shown in Graph A of the earlier study.") == []

@@ -785,6 +785,20 @@ def _word_candidates(
     return out
 
 
+_RE_GRAPH_WORD = re.compile(rf"(?<=\bin )(?:[Gg]raphs?|[Pp]anels?)\s+({_LIST})(?=[,;.]?\s|[,;.]?$)")
+
+
+def _graph_word_candidates(text: str, floor: int) -> list[_Candidate]:
+    """Letters named mid-sentence after "in graph" / "in panel" ("presented in Graph A, performed
+    …"), as inline markers placed after their phrase: only for captions with no other marker."""
+    out: list[_Candidate] = []
+    for m in _RE_GRAPH_WORD.finditer(text, floor):
+        for fam, ords, labels in _expand(m.group(1)):
+            if fam in ("upper", "lower"):
+                out.append(_Candidate(m.start(), m.end(), "inline", fam, ords, labels, _weight("inline", fam, ords), False))
+    return out
+
+
 def _grid_word_candidates(text: str, floor: int) -> list[_Candidate]:
     """A grid's row or column named at a sentence start with its panels: "Left column a, d, g, j, m,
     CO2 follows …", "Top row (A–C): …". Only restatements (:func:`_restatements`): they name panels
@@ -1958,6 +1972,13 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         # "In panel A, …. In panel C, …. In panel B and D, …": restated in their own words too
         cands = _panel_word_candidates(text, floor)
         _, chain = _best_chain(cands)
+    if not chain:
+        # "Effort test T0, presented in Graph A, …; T7 effort test, presented in Graph B, …": panels
+        # named after their phrase with the word "graph" or "panel", the caption's only labels
+        cands = _graph_word_candidates(text, floor)
+        _, chain = _best_chain(cands)
+        if len(chain) < 2:
+            chain = []
     if not chain:
         _, chain = _best_chain([c for c in _position_candidates(text, floor) if c.start >= floor])
         if len(chain) < 2:
