@@ -252,8 +252,9 @@ LATER_BATCHES = [
     # crop science, a third batch (rules of 413c74c): first dev 0.945 / 0.849, test 0.963 / 0.924,
     # shared-text F1 0.979 / 0.964 (the rules of 04766cb: dev segments 0.845)
     # Then a semicolon glued inside a name, brackets of panels each "for" an item, notes before the
-    # panels in one bracket: dev 0.955 / 0.857
-    pytest.param(CROPS2_SET, (0.95, 0.855), (0.96, 0.92), (0.1, 0.2), 0.98, id="crops2"),
+    # panels in one bracket: dev 0.955 / 0.857; "in Graph A, …" as a caption's only labels: 0.959 /
+    # 0.868
+    pytest.param(CROPS2_SET, (0.955, 0.865), (0.96, 0.92), (0.1, 0.2), 0.98, id="crops2"),
 ]
 
 
@@ -304,11 +305,11 @@ POOLS = [
         id="nine",
     ),
     # ten sets, 4,372 captions, 8,504 gold segments (first scores: all 0.967 / 0.918, held out
-    # 0.953 / 0.893)
+    # 0.953 / 0.893; after the rules tuned on the eleventh batch's dev split all 0.968 / 0.920)
     pytest.param(
         (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET, CROPS_SET, CROPS2_SET),
-        (0.966, 0.917),
-        (0.952, 0.892),
+        (0.968, 0.92),
+        (0.953, 0.893),
         id="ten",
     ),
 ]
