@@ -108,15 +108,21 @@ _RE_NOTE_PAREN = re.compile(rf"\((?:[A-Z][A-Za-z0-9-]{{1,9}}),\s+({_LIST})\)")
 _RE_NOTE_SEMI_PAREN = re.compile(rf"\([^()\[\];]{{1,30}};\s*({_LIST})\)")
 # a label and a note in one bracket: "(H, arrow)", "(R, 37 °C)", "(A; top)"
 _RE_PAREN_NOTE = re.compile(rf"[(\[]\s*{_PANEL_IN_BRACKET}({_LIST})\s*[,;]\s+[^()\[\]]{{1,40}}?[)\]]")
+
+
+def _bracket_key(item: str, sep: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A bracket of two or more ``item``s (group 1: the labels) separated by ``sep`` (a character
+    class), the last maybe after "and", and the pattern of one item inside such a bracket."""
+    whole = re.compile(rf"\(\s*{item}(?:{sep}\s*(?:and\s+)?{item})+\)")
+    one = re.compile(rf"(?:^\(|{sep})\s*(?:and\s+)?{item}(?={sep}|\)$)")
+    return whole, one
+
+
 # labels, each with its note, in one bracket after a phrase: "(B, representative image; C,
 # quantitation result)"
-_PAREN_KEY_ITEM = rf"({_LIST})\s*,\s+[^()\[\];]{{1,40}}?"
-_RE_PAREN_KEY = re.compile(rf"\(\s*{_PAREN_KEY_ITEM}(?:;\s*(?:and\s+)?{_PAREN_KEY_ITEM})+\)")
-_RE_PAREN_KEY_ITEM = re.compile(rf"(?:^\(|;)\s*(?:and\s+)?{_PAREN_KEY_ITEM}(?=;|\)$)")
+_RE_PAREN_KEY, _RE_PAREN_KEY_ITEM = _bracket_key(rf"({_LIST})\s*,\s+[^()\[\];]{{1,40}}?", "[;]")
 # ... or each label "for" its item: "(A for γ-gliadin, B for δ-gliadin, C for ω-gliadin, and D for LMW-GS)"
-_PAREN_FOR_ITEM = rf"({_LIST})\s+for\s+[^()\[\];,]{{1,40}}?"
-_RE_PAREN_FOR = re.compile(rf"\(\s*{_PAREN_FOR_ITEM}(?:[;,]\s*(?:and\s+)?{_PAREN_FOR_ITEM})+\)")
-_RE_PAREN_FOR_ITEM = re.compile(rf"(?:^\(|[;,])\s*(?:and\s+)?{_PAREN_FOR_ITEM}(?=[;,]|\)$)")
+_RE_PAREN_FOR, _RE_PAREN_FOR_ITEM = _bracket_key(rf"({_LIST})\s+for\s+[^()\[\];,]{{1,40}}?", "[;,]")
 # "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
 _RE_UPPER_ROMAN_SUB = re.compile(r"[A-Z]I{1,3}")
 _RE_OPEN = re.compile(rf"[(\[]\s*({_LIST})(?=\s+[A-Z0-9][a-z0-9])")
@@ -771,17 +777,27 @@ def _panel_word_candidates(text: str, floor: int) -> list[_Candidate]:
 
 
 def _word_candidates(
-    regex: re.Pattern[str], text: str, floor: int, families: Sequence[str], min_labels: int
+    regex: re.Pattern[str],
+    text: str,
+    floor: int,
+    families: Sequence[str],
+    min_labels: int,
+    *,
+    inline: bool = False,
 ) -> list[_Candidate]:
-    """Labels named after a word at a sentence start (``regex``'s group 1), read in ``families``
-    and listing at least ``min_labels``, as sentence-initial "dot" markers."""
+    """Labels named after a word (``regex``'s group 1), read in ``families`` and listing at least
+    ``min_labels``: at a sentence start as sentence-initial "dot" markers, or, ``inline``, anywhere
+    as mid-sentence markers placed after their phrase."""
+    style = "inline" if inline else "dot"
     out: list[_Candidate] = []
     for m in regex.finditer(text, floor):
-        if _boundary_kind(text, m.start(), floor) not in ("start", "sentence"):
+        if not inline and _boundary_kind(text, m.start(), floor) not in ("start", "sentence"):
             continue
         for fam, ords, labels in _expand(m.group(1)):
             if fam in families and len(ords) >= min_labels:
-                out.append(_Candidate(m.start(), m.end(), "dot", fam, ords, labels, _weight("dot", fam, ords), True))
+                out.append(
+                    _Candidate(m.start(), m.end(), style, fam, ords, labels, _weight(style, fam, ords), not inline)
+                )
     return out
 
 
@@ -791,12 +807,7 @@ _RE_GRAPH_WORD = re.compile(rf"(?<=\bin )(?:[Gg]raphs?|[Pp]anels?)\s+({_LIST})(?
 def _graph_word_candidates(text: str, floor: int) -> list[_Candidate]:
     """Letters named mid-sentence after "in graph" / "in panel" ("presented in Graph A, performed
     …"), as inline markers placed after their phrase: only for captions with no other marker."""
-    out: list[_Candidate] = []
-    for m in _RE_GRAPH_WORD.finditer(text, floor):
-        for fam, ords, labels in _expand(m.group(1)):
-            if fam in ("upper", "lower"):
-                out.append(_Candidate(m.start(), m.end(), "inline", fam, ords, labels, _weight("inline", fam, ords), False))
-    return out
+    return _word_candidates(_RE_GRAPH_WORD, text, floor, ("upper", "lower"), 1, inline=True)
 
 
 def _grid_word_candidates(text: str, floor: int) -> list[_Candidate]:
@@ -1163,7 +1174,12 @@ def _is_prefix(text: str, c: _Candidate) -> bool:
 
 
 _PREPOSITIONS = frozenset({"in", "on", "at", "with", "without", "for", "from", "to", "by"})
-_RE_CLAUSE_BEFORE = re.compile(r"[,;:]\s*$")
+
+
+def _after_clause_mark(text: str, pos: int) -> bool:
+    """A comma, semicolon or colon (spaces aside) right before ``pos``."""
+    q = _back_over_spaces(text, pos)
+    return q > 0 and text[q - 1] in ",;:"
 
 
 def _prefixes(text: str, markers: Sequence[_Candidate]) -> list[bool]:
@@ -1176,9 +1192,7 @@ def _prefixes(text: str, markers: Sequence[_Candidate]) -> list[bool]:
         c.style == "inline" and not prefix[k] and _next_word(text, c.end) in _PREPOSITIONS
         for k, c in enumerate(markers)
     ]
-    listed = [
-        prep[k] and _RE_CLAUSE_BEFORE.search(text, 0, c.start) is not None for k, c in enumerate(markers)
-    ]
+    listed = [prep[k] and _after_clause_mark(text, c.start) for k, c in enumerate(markers)]
     out = list(prefix)
     for k, c in enumerate(markers):
         if listed[k]:
@@ -1192,7 +1206,7 @@ def _prefixes(text: str, markers: Sequence[_Candidate]) -> list[bool]:
             # "(b) surface air temperatures, (c), Atlantic … strengths, (d) ocean CO2 uptakes": a stray
             # comma after a label inside a list of labels before their phrases
             out[k] = (
-                _RE_CLAUSE_BEFORE.search(text, 0, c.start) is not None
+                _after_clause_mark(text, c.start)
                 and _next_word(text, c.end + 1) not in ("", *_POSTFIX_WORDS)
                 and _same_sentence(text, markers[k - 1].end, markers[k + 1].start)
             )
