@@ -2202,3 +2202,33 @@ def test_panels_named_after_in_graph_are_the_captions_labels_when_it_has_no_othe
     assert [labels for labels, _ in labelled(back)] == [["a"], ["b"]]
     # one such mention alone names no panels
     assert labelled("Tests were done as shown in Graph A of the earlier study.") == []
+
+
+def test_a_letter_after_vs_is_compared_not_a_lost_label() -> None:
+    # Front Plant Sci 10.3389/fpls.2018.01755 figure 3 (CC BY): "Sp. LK vs. C. LK" compares with the
+    # control; the "C." after "vs." is no panel C that lost its period
+    caption = (
+        "Gene Ontology (GO) classifications and amount of DEGs in wheat root response to heterogeneous vs. "
+        "homogeneous K environments. (A) Functional category distributions of main up-regulated genes in Sp. NK "
+        "vs. C. NK. (B) Functional category distributions of main down-regulated genes in Sp. LK vs. C. LK. All "
+        "microarray experiments were performed in three biological replicates."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"]]
+    assert got[1][1].endswith("vs. C. LK. All microarray experiments were performed in three biological replicates.")
+    # a lost period before a panel letter still opens it ("… in S1A Fig. C. Motion …")
+    lost = "(A) Tracks of cells. (B) Speeds as shown in S1A Fig. C. Motion patterns of the cells."
+    assert [labels for labels, _ in labelled(lost)] == [["a"], ["b"], ["c"]]
+
+
+def test_a_range_to_a_primed_sub_panel_names_every_panel_between() -> None:
+    # Life Sci Alliance 10.26508/lsa.201800172 figure 2 (CC BY), shortened: "(A–C′)" runs from A to C′,
+    # so it names B too
+    caption = (
+        "R347P is functionally unresponsive to VX-770. (A) Nontreated organoids showed a low amount of swelling. "
+        "(B) The R117H/F508del showed residual function. (C) R334W/Mixed allele variants had a lower response. "
+        "(A–C′) Data represent average ± SD of triplicate measurements of organoids from three distinct patients."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["a", "b", "c"]]
+    assert got[3][1].startswith("(A–C′) Data represent")

@@ -335,11 +335,14 @@ def _expand(list_text: str) -> list[tuple[str, tuple[int, ...], tuple[str, ...]]
                 break
             if is_range and _top(nxt) == _top(last):  # "b1–b4"
                 ords.extend(range(last + 1, nxt + 1))
-            elif is_range and last % SUB == nxt % SUB:  # "A–C", "A1–C1": one step per panel
+            elif is_range:  # "A–C", "A1–C1": one step per panel; "A–C′": the panels between, then C′
                 if _top(nxt) - _top(last) > 12:
                     ok = False
                     break
-                ords.extend(range(last + SUB, nxt + 1, SUB))
+                if last % SUB == nxt % SUB:
+                    ords.extend(range(last + SUB, nxt + 1, SUB))
+                else:
+                    ords.extend([*range((_top(last) + 1) * SUB, _top(nxt) * SUB, SUB), nxt])
             else:
                 ords.append(nxt)
         if not ok:
@@ -747,10 +750,20 @@ _RE_CAPITALISED_AFTER = re.compile(r" [A-Z][a-z]")
 _RE_OF_BEFORE = re.compile(r"\s(?:of|in|for|from|and)\s$")
 
 
+# the period of "vs." ends no sentence: the letter after it is the second item of a comparison
+# ("… genes in Sp. LK vs. C. LK.": "C. LK", control, is no lost label)
+_RE_VERSUS_BEFORE = re.compile(r"\bvs?\. $", re.IGNORECASE)
+
+
 def _relaxed_ok(text: str, pos: int) -> bool:
     """A mid-sentence marker candidate must follow a space and a word/closing character, or an
-    abbreviation's period ("… shown in S1A Fig. C. Motion patterns …")."""
-    return pos >= 2 and text[pos - 1] == " " and (text[pos - 2].isalnum() or text[pos - 2] in ")]%.")
+    abbreviation's period ("… shown in S1A Fig. C. Motion patterns …"), but not "vs."."""
+    return (
+        pos >= 2
+        and text[pos - 1] == " "
+        and (text[pos - 2].isalnum() or text[pos - 2] in ")]%.")
+        and _RE_VERSUS_BEFORE.search(text, max(0, pos - 8), pos) is None
+    )
 
 
 def _dot_followed_ok(text: str, end: int) -> bool:
