@@ -2232,3 +2232,20 @@ def test_a_range_to_a_primed_sub_panel_names_every_panel_between() -> None:
     got = labelled(caption)
     assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["a", "b", "c"]]
     assert got[3][1].startswith("(A–C′) Data represent")
+
+
+def test_a_range_with_a_unicode_hyphen_leads_its_segment() -> None:
+    # Environ Microbiol 10.1111/1462-2920.14620 figure 1 (CC BY), shortened: "A‐C." (U+2010 hyphen) opens
+    # its panels' description like "A-C."; read as a label after its phrase, the segment was cut right
+    # after the marker and the description lost its panels
+    caption = (
+        "A‐C. Volcano plots of normalized LC–MS/MS spectral counts comparing A. borkumensis protein expression "
+        "during growth on a linear alkane (n‐C14), a branched alkane (Pristane) and a non‐hydrocarbon control "
+        "(Pyruvate). Data points above horizontal dashed line represent P‐values below 0.05. Vertical dashed "
+        "lines represent a two‐fold change. D. Principle component analysis of replicate A. borkumensis "
+        "proteomes (including normalized spectral counts of 1309 proteins) on growth substrates n‐C14, pristane "
+        "and pyruvate."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b", "c"], ["d"]]
+    assert got[0][1].startswith("A‐C. Volcano plots") and got[0][1].endswith("a two‐fold change.")

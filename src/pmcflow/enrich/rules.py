@@ -1771,8 +1771,8 @@ MAX_LOST = 6  # at most this many lost panels are read from a run of letters
 _LEAD_ATOM = r"[A-Za-z]\d{0,2}[′’']?(?![A-Za-z0-9])"
 # a segment that opens with its marker: "(A)", "(A–C)", "A.", "B-C ", "A1)", "Panel A"
 _RE_LEADING_LABEL = re.compile(
-    rf"[(\[]\s*{_LIST_PAREN}\.?\s*[)\]]|{_LEAD_ATOM}(?:\s*[-–—,]\s*{_LEAD_ATOM}|\s+and\s+{_LEAD_ATOM})*"
-    rf"\s?[.):,]?(?=[\s—–-]|$)|(?i:panels?\s)"
+    rf"[(\[]\s*{_LIST_PAREN}\.?\s*[)\]]|{_LEAD_ATOM}(?:\s*[-–—‐‑−,]\s*{_LEAD_ATOM}|\s+and\s+{_LEAD_ATOM})*"
+    rf"\s?[.):,]?(?=[\s—–‐‑−-]|$)|(?i:panels?\s)"
 )
 
 
