@@ -2249,3 +2249,27 @@ def test_a_range_with_a_unicode_hyphen_leads_its_segment() -> None:
     got = labelled(caption)
     assert [labels for labels, _ in got] == [["a", "b", "c"], ["d"]]
     assert got[0][1].startswith("A‐C. Volcano plots") and got[0][1].endswith("a two‐fold change.")
+
+
+def test_letters_listed_together_inside_a_sentence_open_their_segment() -> None:
+    # BMC Genomics 10.1186/s12864-021-07450-3 figure 7 (CC BY): "c, d" after a comma, two panels of one
+    # description listed inside the sentence of b
+    caption = (
+        "Expression patterns of apomixis-related transcripts across reproductive developmental stages from "
+        "premeiosis to anthesis. a Argonaute 104 (TRpn_185717). b Gibberellin receptor GID1 (TRpn_57024), c, d "
+        "ORC3b (TRpn_33086, TRpn_96407). e, f APOSTART2 (TRpn_175767, TRpn_52614). Repd: reproductive mode."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c", "d"], ["e", "f"]]
+    assert got[2][1] == "c, d ORC3b (TRpn_33086, TRpn_96407)."
+    # Nat Commun 10.1038/s41467-024-54903-w figure 4 (CC BY), shortened: a range "h–j" after "and"
+    # continues "d–g" and opens its own segment
+    ranged = (
+        "Interdecadal sea level pressure anomalies. a, b, d–g Sea level pressure anomalies in December-May for "
+        "each decade derived from ERA5 and c, h–j the implied rates of interdecadal change in the residual AMOC "
+        "component derived from the composite analysis."
+    )
+    got = labelled(ranged)
+    assert got[-1][0] == ["h", "i", "j"] and got[-1][1].startswith("h–j the implied rates")
+    # a letter after "as" stays inside its sentence ("c, g as in b, f, …" is no list of its own)
+    assert [labels for labels, _ in labelled("a Traces. b, c Means, as in a.")] == [["a"], ["b", "c"]]

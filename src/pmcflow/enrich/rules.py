@@ -525,6 +525,9 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         # listed inside one sentence; for gap filling and the tail only (exact continuations)
         if _listed_at(text, m.start(), _RE_LISTED_BEFORE):
             add(m.start(), m.end(), "bare_lc", m.group(1), False)
+    for m in _RE_LISTED_BARE_LIST.finditer(text, floor):
+        if _listed_at(text, m.start(), _RE_LISTED_BEFORE):
+            add(m.start(), m.end(), "bare_lc", m.group(1), False)
     for m in _RE_LISTED_FIRST.finditer(text, floor):
         # "derived from: a the total …; b the common …": the first of such a list
         if _listed_first_at(text, m.start()):
@@ -702,8 +705,13 @@ def _closes_open_bracket(text: str, pos: int, floor: int) -> bool:
 # the words of its description ("…, d absolute salinity (g kg−1), e potential density …",
 # "distributions for b plane 1, c plane 2, …")
 _RE_LISTED_BARE = re.compile(
-    r"(?<= )([b-hj-z])"
+    r"(?<= )([b-hj-z](?:[–-][b-hj-z])?)"
     r"(?= (?!(?:and|or|to|is|are|was|were|has|have|denotes?|represents?|indicates?)\b)[A-Za-z(0-9])"
+)
+# ... several of them together: "b Gibberellin receptor GID1 (TRpn_57024), c, d ORC3b (…). e, f …", "a,
+# b, d–g Sea level pressure anomalies … and c, h–j the implied rates …"
+_RE_LISTED_BARE_LIST = re.compile(
+    r"(?<= )([b-hj-z](?:(?:, ?|[–-])[b-hj-z]){1,3})(?= (?!(?:and|or|to|as|is|are|was|were)\b)[A-Za-z(0-9])"
 )
 _RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bor|\bfor|\bat) $")
 # the first of letters listed inside a sentence, after its noun, "the", "with" or a colon
