@@ -2273,3 +2273,17 @@ def test_letters_listed_together_inside_a_sentence_open_their_segment() -> None:
     assert got[-1][0] == ["h", "i", "j"] and got[-1][1].startswith("h–j the implied rates")
     # a letter after "as" stays inside its sentence ("c, g as in b, f, …" is no list of its own)
     assert [labels for labels, _ in labelled("a Traces. b, c Means, as in a.")] == [["a"], ["b", "c"]]
+
+
+def test_a_bracket_of_letters_each_before_its_item_labels_the_phrase() -> None:
+    # Environ Sci Pollut Res 10.1007/s11356-018-2723-6 figure 5 (CC BY), shortened: "(a first generation,
+    # b second generation, c third generation)", one letter per panel, the caption's only labels
+    caption = (
+        "Redundancy analysis of element levels in Triticum aestivum L. aboveground parts grown on soil "
+        "contaminated with petroleum-derived substances and aphid traits (a first generation, b second "
+        "generation, c third generation). Symbols as in Fig. 1"
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b", "c"]]
+    # the article "a" in a bracket of notes names no panel
+    assert labelled("Mice were treated (a single dose, twice daily) for a week.") == []

@@ -123,6 +123,9 @@ def _bracket_key(item: str, sep: str) -> tuple[re.Pattern[str], re.Pattern[str]]
 _RE_PAREN_KEY, _RE_PAREN_KEY_ITEM = _bracket_key(rf"({_LIST})\s*,\s+[^()\[\];]{{1,40}}?", "[;]")
 # ... or each label "for" its item: "(A for γ-gliadin, B for δ-gliadin, C for ω-gliadin, and D for LMW-GS)"
 _RE_PAREN_FOR, _RE_PAREN_FOR_ITEM = _bracket_key(rf"({_LIST})\s+for\s+[^()\[\];,]{{1,40}}?", "[;,]")
+# ... or each lower-case letter before its item: "aphid traits (a first generation, b second generation, c
+# third generation)"
+_RE_PAREN_BARE, _RE_PAREN_BARE_ITEM = _bracket_key(r"([a-h])\s+(?!(?:and|or|to|of|in)\b)[^()\[\];,\s][^()\[\];,]{0,39}?", "[;,]")
 # "AI", "BII": a sub-panel only where a marker opens a sentence ("95 % CI (CI)" is no label)
 _RE_UPPER_ROMAN_SUB = re.compile(r"[A-Z]I{1,3}")
 _RE_OPEN = re.compile(rf"[(\[]\s*({_LIST})(?=\s+[A-Z0-9][a-z0-9])")
@@ -454,7 +457,11 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             kind = _boundary_kind(text, m.start(), floor)
             add(m.start(), m.end(), "paren" if kind else "inline", m.group(1), kind is not None)
     keys: list[tuple[int, int]] = []
-    for key, item in ((_RE_PAREN_KEY, _RE_PAREN_KEY_ITEM), (_RE_PAREN_FOR, _RE_PAREN_FOR_ITEM)):
+    for key, item in (
+        (_RE_PAREN_KEY, _RE_PAREN_KEY_ITEM),
+        (_RE_PAREN_FOR, _RE_PAREN_FOR_ITEM),
+        (_RE_PAREN_BARE, _RE_PAREN_BARE_ITEM),
+    ):
         for m in key.finditer(text, floor):
             # "… 4 weeks after MI (B, representative image; C, quantitation result)", "Phylogenetic
             # trees (A for γ-gliadin, B for …)": the phrase's panels, each with a note; no label
