@@ -2287,3 +2287,17 @@ def test_a_bracket_of_letters_each_before_its_item_labels_the_phrase() -> None:
     assert [labels for labels, _ in got] == [["a", "b", "c"]]
     # the article "a" in a bracket of notes names no panel
     assert labelled("Mice were treated (a single dose, twice daily) for a week.") == []
+
+
+def test_the_first_and_last_panels_of_a_series_name_the_panels_between() -> None:
+    # Front Integr Neurosci 10.3389/fnint.2019.00018 figure 2 (CC BY): "from 2014 (A) to 2018 (E)", the
+    # series' first and last panels, so B to D too
+    caption = (
+        "The 15-most biased terms for high- and medium-impact journals on a yearly basis, from 2014 (A) to 2018 "
+        "(E). Common English stop words and common terms of research/publication were removed."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b", "c", "d", "e"]]
+    # two panels compared without "from" stay two panels
+    two = "Expression in 2014 (A) compared to 2018 (B). Means are shown."
+    assert sorted(lab for labels, _ in labelled(two) for lab in labels) == ["a", "b"]

@@ -102,6 +102,10 @@ _RE_PAREN = re.compile(rf"[(\[]\s*{_PANEL_IN_BRACKET}({_LIST_PAREN})\.?\s*[)\]]"
 _RE_PAREN_RANGE = re.compile(
     rf"[(\[]\s*({_ATOM})\s*[)\]](?:\s*[-–—‐‑−]\s*|\s*(?:to|through)\s+)[(\[]\s*({_ATOM})\s*[)\]]"
 )
+# the first and last panels of a series after their items: "from 2014 (A) to 2018 (E)"
+_RE_PAREN_SPAN = re.compile(
+    r"(?<=\bfrom )[^()\[\];,.]{1,40}?\s\(([A-Za-z])\)\s+(?:to|through)\s+[^()\[\];,.]{1,40}?\s\(([A-Za-z])\)"
+)
 # an abbreviation, then the panels it is shown in: "(GMSAT, a–c)"
 _RE_NOTE_PAREN = re.compile(rf"\((?:[A-Z][A-Za-z0-9-]{{1,9}}),\s+({_LIST})\)")
 # a note, then the panels it is about, after a semicolon: "H2O2 levels (μM g−1 FW; A)"
@@ -445,6 +449,11 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             continue
         if add(m.start(), m.end(), "paren" if kind else "inline", f"{m.group(1)}–{m.group(2)}", kind is not None):
             paren_starts.add(m.start())
+    for m in _RE_PAREN_SPAN.finditer(text, floor):
+        # "The 15-most biased terms … on a yearly basis, from 2014 (A) to 2018 (E).": A to E, one
+        # inline marker from the first bracket to the last
+        if m.group(1).isupper() == m.group(2).isupper():
+            add(m.start(1) - 1, m.end(), "inline", f"{m.group(1)}–{m.group(2)}", False)
     for m in _RE_PAREN.finditer(text):
         kind = _boundary_kind(text, m.start(), floor)
         if kind is None and _names_letters(text, m.start()):
