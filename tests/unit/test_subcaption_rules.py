@@ -2301,3 +2301,17 @@ def test_the_first_and_last_panels_of_a_series_name_the_panels_between() -> None
     # two panels compared without "from" stay two panels
     two = "Expression in 2014 (A) compared to 2018 (B). Means are shown."
     assert sorted(lab for labels, _ in labelled(two) for lab in labels) == ["a", "b"]
+
+
+def test_a_glossary_of_letter_number_terms_past_a_dozen_names_no_panel() -> None:
+    # Molecules 10.3390/molecules24020258 figure 4 (CC BY), shortened: "C20, eicosanol; C21, …" are chain
+    # lengths, not sub-panels of a panel C (sub-panels are numbered from 1)
+    caption = (
+        "Hierarchical clustering analysis (HCA) of compound data from the nine Mentha spp. Each square indicates "
+        "the Pearson's correlation coefficient of a pair of compounds. C20, eicosanol; C21, heneicosanol; C22, "
+        "docosanol; C23, tricosanol; C24, tetracosanol; C26, hexacosanol."
+    )
+    assert labelled(caption) == []
+    # sub-panels listed so still open their panel's segment
+    subs = "Cell types. A1, neurons; A2, glia; A3, astrocytes. B, counts of each type."
+    assert [labels for labels, _ in labelled(subs)] == [["a"], ["b"]]
