@@ -2315,3 +2315,28 @@ def test_a_glossary_of_letter_number_terms_past_a_dozen_names_no_panel() -> None
     # sub-panels listed so still open their panel's segment
     subs = "Cell types. A1, neurons; A2, glia; A3, astrocytes. B, counts of each type."
     assert [labels for labels, _ in labelled(subs)] == [["a"], ["b"]]
+
+
+def test_numbers_after_their_phrase_are_items_not_panels() -> None:
+    # Sci Rep 10.1038/s41598-017-15724-8 figure 11 and Nanomaterials 10.3390/nano9010100 figure 2 (CC BY):
+    # treatments and samples numbered after their names, not panels
+    zones = (
+        "Zone of inhibition observed when gram-negative bacterial strains are treated with Tutsi extract (1), "
+        "AgNO3 (2), neat quercetin (3), AgNPs (Tulsi) (4) and AgNPs (quercetin) (5)."
+    )
+    assert labelled(zones) == []
+    isotherm = (
+        "Nitrogen adsorption/desorption isotherm of magnetic lignite (1) and magnetic char (2). Solid datapoints "
+        "in the isotherm correspond to the data from adsorption isotherm."
+    )
+    assert labelled(isotherm) == []
+    # Molecules 10.3390/molecules21081063 figure 1 (CC BY), shortened: numbers opening their sentences
+    # are the panels
+    acne = (
+        "Pathogenic factors contributing to the development of acne: (1) The normal pilosebaceous unit. (2) The "
+        "clogging of the pore is aggravated by hyperkeratinization. (3) Inflammatory infiltrates cause the "
+        "development of inflammatory acne forms."
+    )
+    assert [labels for labels, _ in labelled(acne)] == [["1"], ["2"], ["3"]]
+    # letters after their phrase still label it
+    assert [labels for labels, _ in labelled("Isotherms of lignite (a) and char (b).")] == [["a", "b"]]

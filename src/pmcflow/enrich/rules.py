@@ -21,7 +21,9 @@ How it works
    sentence ("longitudinal muscle (L) and circular muscle (C)") are not panel labels. Mid-sentence
    markers join a chain of sentence-initial ones only to fill its gaps, in order ("D. … Energy
    content (E) per gram. Lipids (F) per gram. G. …"), or to continue it by exactly the next label
-   at its end; "as in (E)" before a leading "E." fills no gap and stays in its panel's text.
+   at its end; "as in (E)" before a leading "E." fills no gap and stays in its panel's text. A
+   caption labelled only after its phrases reads letters and roman numerals there, not numbers:
+   "magnetic lignite (1) and magnetic char (2)" numbers samples, not panels.
 3. **Restatements.** Captions repeat labels the chain already has: an overview before its panels
    ("(A–D) Hemilineage 1A. (A, B) The 1A neurons …"), a note after them ("(B–F) Data are
    mean ± SEM."), genotypes listed per panel at the end. Sentence-initial markers of the chain's
@@ -2012,8 +2014,15 @@ def _split_after(text: str, floor: int) -> list[Segment]:
     abbreviations = _abbreviations(text, cands)
     _, chain = _best_chain(leading, [c for c in cands if not c.at_boundary], abbreviations)
     if not chain:
+        # numbers after their phrase are mostly items, not panels: "magnetic lignite (1) and magnetic
+        # char (2)", "Tulsi extract (1), AgNO3 (2), …", "ocimicides A1 (1) and B1 (3)", phases of a
+        # movement "(1–2), strike (3–14) …" (7 of the 9 development-split captions so read were no panels)
         _, chain = _best_chain(
-            [c for c in cands if (c.at_boundary or c.style == "inline") and c.start not in abbreviations]
+            [
+                c
+                for c in cands
+                if (c.at_boundary or (c.style == "inline" and c.family != "digit")) and c.start not in abbreviations
+            ]
         )
     if not chain or chain[0].family not in ("upper", "lower"):
         # "Kaplan–Meier survival curves of a GEMIN7, b OAS1, c APOBEC3H, …": Nature-style letters
