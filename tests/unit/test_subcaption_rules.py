@@ -1869,9 +1869,9 @@ def test_letters_listed_in_a_sentence_win_over_numbered_items() -> None:
     got = labelled(caption)
     assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"], ["e"]]
     assert got[0][1] == "a Staphylococcus aureus,"
-    # numbered items with no listed letters stay the caption's labels
+    # alone, those numbered items of one sentence, each a short name, are still a list of discs, not panels
     numbers = caption[caption.index("Numbers of") :]
-    assert [labels for labels, _ in labelled(numbers)] == [[str(i)] for i in range(1, 7)]
+    assert labelled(numbers) == []
 
 
 def test_a_restated_marker_is_a_step_of_an_overview_walk() -> None:
@@ -2340,3 +2340,28 @@ def test_numbers_after_their_phrase_are_items_not_panels() -> None:
     assert [labels for labels, _ in labelled(acne)] == [["1"], ["2"], ["3"]]
     # letters after their phrase still label it
     assert [labels for labels, _ in labelled("Isotherms of lignite (a) and char (b).")] == [["a", "b"]]
+
+
+def test_numbers_each_before_a_short_item_of_one_sentence_are_a_list_not_panels() -> None:
+    # Plant Methods 10.1186/s13007-021-00757-y figure 7 (CC BY): the parts of one schematic
+    parts = (
+        "Schematic representation of the monitoring system: (1) Faraday cage, (2) coil probe, (3) supporter, (4) "
+        "coaxial cable and N-type connectors, (5) network analyzer, (6) PC and control software, (7) tap water, "
+        "(8) peristaltic pump, (9) experimental plant (Ficus benghalensis), and (10) LED light"
+    )
+    assert labelled(parts) == []
+    # Emerging Microbes & Infections 10.1080/22221751.2020.1870413 figure 4 (CC BY), shortened: the lanes'
+    # steps are numbered; the panels are the letters
+    lanes = (
+        "Co-immunoprecipitation of PcATP2-GFP-BAD with PcCdc50B-His or PcCdc50A-His. Lanes 1–4 correspond to the "
+        "different steps of the assay with membranes co-expressing PcATP2-GFP-BAD and PcCdc50B-His (A) or "
+        "PcCdc50A-His (B): (1) input, detergent-solubilized membranes, (2) flow-through or non-bound protein "
+        "fraction, (3) washings, and (4) elution."
+    )
+    assert sorted(lab for labels, _ in labelled(lanes) for lab in labels) == ["a", "b"]
+    # numbered descriptions of their own, even in one sentence, are panels
+    panels = (
+        "Roadkill during the study period: (1) seasonal and monthly distribution of mammal roadkill in both "
+        "parks, (2) seasonal and monthly distribution of reptile roadkill in both parks."
+    )
+    assert [labels for labels, _ in labelled(panels)] == [["1"], ["2"]]

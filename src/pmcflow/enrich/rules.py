@@ -2005,6 +2005,23 @@ def _listed_letters_chain(text: str, floor: int, cands: Sequence[_Candidate]) ->
     return []
 
 
+ITEM_MAX_WORDS = 4
+
+
+def _numbered_items(text: str, chain: Sequence[_Candidate]) -> bool:
+    """A chain of numbers inside one sentence, each before a short item: "(1) Faraday cage, (2) coil
+    probe, (3) supporter, …", "four domains of life: (1) animals; (2) fungi; …"."""
+    if len(chain) < 2:
+        return False
+    spans = split_sentences(text)
+    first = next(k for k, (a, b) in enumerate(spans) if a <= chain[0].start < b) if spans else -1
+    if any(not (spans[first][0] <= c.start < spans[first][1]) for c in chain):
+        return False
+    ends = [c.start for c in chain[1:]] + [spans[first][1]]
+    words = sorted(len(text[c.end : e].split()) for c, e in zip(chain, ends, strict=True))
+    return words[len(words) // 2] <= ITEM_MAX_WORDS
+
+
 def _split_after(text: str, floor: int) -> list[Segment]:
     """:func:`split_caption` on normalised ``text`` with labels searched from ``floor`` on."""
     cands = [c for c in _candidates(text, floor) if c.start >= floor]
@@ -2044,6 +2061,11 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         _, chain = _best_chain([c for c in _position_candidates(text, floor) if c.start >= floor])
         if len(chain) < 2:
             chain = []
+    if chain and chain[0].family == "digit" and _numbered_items(text, chain):
+        # numbered items of one list, not panels: the caption's letters, if any, are its labels
+        _, chain = _best_chain(
+            [c for c in cands if c.family != "digit" and (c.at_boundary or c.style == "inline")]
+        )
     if not chain:
         if floor and text[floor:].strip():
             return [Segment([], text[:floor].strip()), Segment([], text[floor:].strip())]
