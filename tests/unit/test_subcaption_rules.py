@@ -2365,3 +2365,27 @@ def test_numbers_each_before_a_short_item_of_one_sentence_are_a_list_not_panels(
         "parks, (2) seasonal and monthly distribution of reptile roadkill in both parks."
     )
     assert [labels for labels, _ in labelled(panels)] == [["1"], ["2"]]
+
+
+def test_letters_out_of_the_chains_order_label_their_phrase_when_no_segment_names_them() -> None:
+    # Sci Rep 10.1038/s41598-019-51456-7 figure 3 (CC BY), shortened: "(a) … (c)" in one sentence, "(b) …
+    # (d)" in the next; the chain only increases, so b and d had been lost
+    caption = (
+        "The correlation of the expression levels of DARPP-32 and CaN. The expression levels of DARPP-32 and CaN "
+        "in PFC (a) and NAc (c) of control group (closed circles) and patients with schizophrenia (open circles) "
+        "are shown by scatter plots. The ratio of DARPP-32 and CaN expression of each sample were compared between "
+        "diagnostic groups in PFC (b) and NAc (d). Error bars indicate SEM."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "c"], ["b", "d"]]
+    assert got[1][1].startswith("The ratio of DARPP-32")
+    # Front Pharmacol 10.3389/fphar.2017.00926 figure 6 (CC BY), shortened: D and E after the pairs
+    pairs = (
+        "The protective effects of orientin. (A,F) MTT detected the cell viability in the indicated group. (B,G) "
+        "Annexin V-positive cells in the indicated group. (C,H) The ROS was detected and quantified by DCFH-DA. "
+        "The levels of SOD (D), NADPH oxidase (E) activity in the indicated group (n = 6)."
+    )
+    assert [labels for labels, _ in labelled(pairs)][-1] == ["d", "e"]
+    # a pointer to a panel names no description of its own
+    pointer = "Micrographs. (A) Wild type and (C) mutant. (C) An enlarged image of the area indicated in (B)."
+    assert "b" not in {lab for labels, _ in labelled(pointer) for lab in labels}

@@ -2022,6 +2022,42 @@ def _numbered_items(text: str, chain: Sequence[_Candidate]) -> bool:
     return words[len(words) // 2] <= ITEM_MAX_WORDS
 
 
+_RE_POINTER_BEFORE = re.compile(r"(?i)\b(?:in|of|see|from|as|to|than|like|with|by|on)\s+(?:panels?\s+)?$")
+
+
+def _missing_letters(
+    text: str,
+    chain: Sequence[_Candidate],
+    restated: Sequence[_Candidate],
+    cands: Sequence[_Candidate],
+    labels: set[str],
+) -> list[_Candidate]:
+    """Inline markers naming only letters within the chain's range that no segment of ``restated``
+    (the chain with its restatements) has among its ``labels``, out of the chain's order: "The
+    expression levels … in PFC (a) and NAc (c) …. The ratio … in PFC (b) and NAc (d).", "(A,F) MTT
+    …. (B,G) …. (C,H) …. The levels of SOD (D), NADPH oxidase (E) activity …" describe B and D, D
+    and E too. Not a pointer to a panel ("the area indicated in (B)")."""
+    fam = chain[0].family
+    top_max = max(_top(o) for c in chain for o in c.ords)
+    named = {ord(x) - 96 for x in labels if len(x) == 1 and "a" <= x <= "z"}
+    taken = sorted((c.start, c.end) for c in [*chain, *restated])
+    out: list[_Candidate] = []
+    for c in cands:
+        if c.family != fam or c.style != "inline":
+            continue
+        tops = {_top(o) for o in c.ords}
+        if not tops or max(tops) > top_max or tops & named:
+            continue
+        if any(a < c.end and c.start < b for a, b in taken):
+            continue
+        if _RE_POINTER_BEFORE.search(text, max(0, c.start - 12), c.start):
+            continue  # "the area indicated in (B)": a pointer to a panel, not its description
+        out.append(c)
+        named |= tops
+        taken.append((c.start, c.end))
+    return out
+
+
 def _split_after(text: str, floor: int) -> list[Segment]:
     """:func:`split_caption` on normalised ``text`` with labels searched from ``floor`` on."""
     cands = [c for c in _candidates(text, floor) if c.start >= floor]
@@ -2073,7 +2109,13 @@ def _split_after(text: str, floor: int) -> list[Segment]:
     restated = _restatements(text, [*cands, *_grid_word_candidates(text, floor)], chain)
     restated += _overview_walks(text, cands, chain, restated)
     markers = sorted([*chain, *restated], key=lambda c: c.start)
-    return _build_segments(text, markers, floor)
+    segments = _build_segments(text, markers, floor)
+    if chain[0].family in ("upper", "lower"):
+        named = {lab for seg in segments for lab in seg.labels}
+        extra = _missing_letters(text, chain, markers, cands, named)
+        if extra:
+            segments = _build_segments(text, sorted([*markers, *extra], key=lambda c: c.start), floor)
+    return segments
 
 
 # ---------------------------------------------------------------------------------------------
