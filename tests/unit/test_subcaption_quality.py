@@ -157,7 +157,9 @@ def test_label_sets_hold_on_plos_captions(plos_rows: list[dict]) -> None:
     # paleontology article, "A, dorsal; and B, ventral views") / test 0.981, batch 2 0.883 / 0.894,
     # batch 3 0.955 / 0.822
     res = evaluate_labelwise(plos_rows)
-    assert res["dev"]["label_set_accuracy"] >= 0.97 and res["test"]["label_set_accuracy"] >= 0.92
+    # (numbers after their phrase and lists of numbered items no longer label: dev 0.972 -> 0.977,
+    # test 0.926 -> 0.942; dev segments 0.947 -> 0.942, one article's numbered frames)
+    assert res["dev"]["label_set_accuracy"] >= 0.975 and res["test"]["label_set_accuracy"] >= 0.94
     assert res["dev"]["matched_at_0_9"] >= 0.94  # 0.929 before this round's rules, 0.944 after
     for split in ("dev", "test"):
         assert res[split]["label_set_accuracy_labelled"] >= 0.91, res[split]
@@ -180,7 +182,7 @@ def test_both_measures_hold_on_elife_captions() -> None:
 def test_both_measures_hold_on_the_pmc_style_sets_pooled(pmc_rows: list[dict], plos_rows: list[dict]) -> None:
     # the issue's two measures on the three label-wise sets together, split by article
     res = evaluate_labelwise([*pmc_rows, *plos_rows, *load_rows(ELIFE_SET)], include_baseline=False)
-    assert res["test"]["label_set_accuracy"] >= 0.94 and res["test"]["matched_at_0_9"] >= 0.905, res["test"]
+    assert res["test"]["label_set_accuracy"] >= 0.955 and res["test"]["matched_at_0_9"] >= 0.905, res["test"]
     assert res["dev"]["label_set_accuracy"] >= 0.975 and res["dev"]["matched_at_0_9"] >= 0.955, res["dev"]
 
 
@@ -208,7 +210,9 @@ LATER_BATCHES = [
     # a meteorological winter …" (dev 0.973 / 0.954 -> 0.980 / 0.958)
     # a stray comma after a listed label, "(c), Atlantic …" (dev segments 0.958 -> 0.964)
     # and notes before the panels in one bracket ("salinity (psu; a, e)"): dev 0.968, test 0.933 / 0.830
-    pytest.param(PUBLISHERS_SET, (0.975, 0.965), (0.93, 0.825), (0.15, 0.25), 0.945, id="publishers"),
+    # then lists of numbered items no longer labels, "… and c, h–j the implied rates …", letters out
+    # of the chain's order: dev 0.983 / 0.972, test 0.938 / 0.836
+    pytest.param(PUBLISHERS_SET, (0.98, 0.97), (0.935, 0.83), (0.15, 0.25), 0.945, id="publishers"),
     # neuroscience (rules of 6c1cfe2): first dev 0.964 / 0.935, test 0.957 / 0.911, shared-text F1
     # 0.983 / 0.966. Rules tuned on its dev split since (sub-panels inside their panel, a bare marker
     # before a Greek letter, bare restatements of a bare overview list, primed sub-panels, notes on the
@@ -216,14 +220,18 @@ LATER_BATCHES = [
     # "for"/"at", "C″"): label sets dev 0.980, test 0.964 (0.971 with the listed letters below);
     # segments dev 0.966, test 0.919. Then interleaved inline lists "(c, e) … (d, f)", a restated list
     # after "and" (dev 0.982 / 0.969) and sentences walking through an overview (test segments 0.931)
-    pytest.param(NEURO_SET, (0.98, 0.965), (0.97, 0.925), (0.25, 0.4), 0.975, id="neuroscience"),
+    # then "from 2014 (A) to 2018 (E)", numbers after their phrase, letters out of the chain's order:
+    # label sets dev 0.986, test 0.986
+    pytest.param(NEURO_SET, (0.985, 0.965), (0.985, 0.925), (0.25, 0.4), 0.975, id="neuroscience"),
     # molecular and cell biology (rules of 3f1352a): first dev 0.960 / 0.860, test 0.962 / 0.919,
     # shared-text F1 0.962 / 0.960. Then letters listed inside one sentence as a caption's only labels
     # ("curves of a GEMIN7, b OAS1, …") and as the head of a chain: label sets dev 0.976, test 0.970;
     # sentences walking through an overview: test segments 0.919 -> 0.922, and with a restated marker
     # as one of its steps dev 0.867 -> 0.871; a sentence ending in a colon that introduces the next
     # label ("… were determined in: (E) SNpc; …"): dev segments 0.878
-    pytest.param(MOLBIO_SET, (0.975, 0.875), (0.965, 0.92), (0.2, 0.25), 0.96, id="molbio"),
+    # then "A‐C." with a Unicode hyphen, "…, c, d ORC3b", lanes "(1) input, …" as items, letters out
+    # of the chain's order ("PFC (a) and NAc (c) …. … PFC (b) and NAc (d)"): dev 0.997 / 0.881
+    pytest.param(MOLBIO_SET, (0.995, 0.88), (0.965, 0.92), (0.2, 0.25), 0.96, id="molbio"),
     # plant, crop and food science (rules of 99e37d2): first dev 0.981 / 0.860, test 0.976 / 0.839,
     # shared-text F1 0.926 / 0.968. Over half of these captions name no panel (single-image
     # figures): the baseline's label sets are right on those too, its segments are not. Then
@@ -232,7 +240,9 @@ LATER_BATCHES = [
     # mutant names after "∆" and letters listed after "as"/"or": dev 0.988 / 0.914; with the round's
     # other rules (the colon heading above all) test segments 0.859 -> 0.940, then 0.968 / 0.933 with
     # notes before the panels in one bracket ("(μM g−1 FW; A)"), which cost one held-out caption
-    pytest.param(PLANT_SET, (0.985, 0.91), (0.965, 0.93), (0.085, 0.15), 0.93, id="plant"),
+    # then "(a first generation, b second generation, …)", numbers after their phrase, letters out
+    # of the chain's order: dev 0.991 / 0.914, test 0.984 / 0.940
+    pytest.param(PLANT_SET, (0.99, 0.91), (0.98, 0.935), (0.085, 0.15), 0.93, id="plant"),
     # medicinal plants, pharmacology, nanomaterials (rules of e3624b0): first dev 0.948 / 0.820, test
     # 0.924 / 0.713, shared-text F1 0.934 / 0.924. Three in five captions name no panel, so the
     # baseline is close on label sets. Then letters listed before numbered items, a restated marker
@@ -242,19 +252,24 @@ LATER_BATCHES = [
     # Then prepositional phrases after listed labels, a bracket of labels with notes and the clause
     # fix of _before_semicolons: dev 0.961 / 0.895, test 0.935 / 0.852
     # and letters listed before quantities ("a 30 °C, b 50 °C, …"): dev 0.963 / 0.904
-    pytest.param(MEDPLANT_SET, (0.96, 0.9), (0.93, 0.85), (0.05, 0.05), 0.94, id="medplant"),
+    # then numbers after their phrase and numbered items as no labels, and letters out of the chain's
+    # order ("(A,F) … (C,H) …. … SOD (D), NADPH oxidase (E) …"): dev 0.977 / 0.909
+    pytest.param(MEDPLANT_SET, (0.975, 0.905), (0.93, 0.85), (0.05, 0.05), 0.94, id="medplant"),
     # crop science, a second batch (rules of 0b68079): first dev 0.959 / 0.844, test 0.955 / 0.773,
     # shared-text F1 0.916 / 0.904. Then labels before their phrases with no separator between them
     # ("(a) cultured in … (b) cultured in …"): dev segments 0.862
     # Then a glossary no longer taking "a," after the title, "(panel a)", the clause fix, "; and,":
     # dev 0.966 / 0.881, test 0.960 / 0.788
-    pytest.param(CROPS_SET, (0.965, 0.88), (0.96, 0.785), (0.15, 0.25), 0.91, id="crops"),
+    # then "vs. C. LK" no label, "(A–C′)": dev 0.974 / 0.885; numbered items: test 0.966 / 0.788
+    pytest.param(CROPS_SET, (0.97, 0.885), (0.965, 0.785), (0.15, 0.25), 0.91, id="crops"),
     # crop science, a third batch (rules of 413c74c): first dev 0.945 / 0.849, test 0.963 / 0.924,
     # shared-text F1 0.979 / 0.964 (the rules of 04766cb: dev segments 0.845)
     # Then a semicolon glued inside a name, brackets of panels each "for" an item, notes before the
     # panels in one bracket: dev 0.955 / 0.857; "in Graph A, …" as a caption's only labels: 0.959 /
     # 0.868
-    pytest.param(CROPS2_SET, (0.955, 0.865), (0.96, 0.92), (0.1, 0.2), 0.98, id="crops2"),
+    # then a glossary "C20, eicosanol; …", numbers after their phrase, letters out of the chain's order
+    # ("(μM g−1 FW; A), … (E) …. … H2O2 (B) and SOD (D) …"): dev 0.969 / 0.866, test 0.978 / 0.924
+    pytest.param(CROPS2_SET, (0.965, 0.865), (0.975, 0.92), (0.1, 0.2), 0.98, id="crops2"),
 ]
 
 
@@ -305,11 +320,13 @@ POOLS = [
         id="nine",
     ),
     # ten sets, 4,372 captions, 8,504 gold segments (first scores: all 0.967 / 0.918, held out
-    # 0.953 / 0.893; after the rules tuned on the eleventh batch's dev split all 0.968 / 0.920)
+    # 0.953 / 0.893; after the rules tuned on the eleventh batch's dev split all 0.968 / 0.920; after
+    # the seventh round's, numbers as items and letters out of the chain's order, 0.976 / 0.921, held
+    # out 0.963 / 0.894)
     pytest.param(
         (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET, CROPS_SET, CROPS2_SET),
-        (0.968, 0.92),
-        (0.953, 0.893),
+        (0.975, 0.92),
+        (0.963, 0.893),
         id="ten",
     ),
 ]
