@@ -2013,11 +2013,10 @@ def _numbered_items(text: str, chain: Sequence[_Candidate]) -> bool:
     probe, (3) supporter, …", "four domains of life: (1) animals; (2) fungi; …"."""
     if len(chain) < 2:
         return False
-    spans = split_sentences(text)
-    first = next(k for k, (a, b) in enumerate(spans) if a <= chain[0].start < b) if spans else -1
-    if any(not (spans[first][0] <= c.start < spans[first][1]) for c in chain):
+    span = next(((a, b) for a, b in split_sentences(text) if a <= chain[0].start < b), None)
+    if span is None or any(not (span[0] <= c.start < span[1]) for c in chain):
         return False
-    ends = [c.start for c in chain[1:]] + [spans[first][1]]
+    ends = [c.start for c in chain[1:]] + [span[1]]
     words = sorted(len(text[c.end : e].split()) for c, e in zip(chain, ends, strict=True))
     return words[len(words) // 2] <= ITEM_MAX_WORDS
 
@@ -2028,19 +2027,19 @@ _RE_POINTER_BEFORE = re.compile(r"(?i)\b(?:in|of|see|from|as|to|than|like|with|b
 def _missing_letters(
     text: str,
     chain: Sequence[_Candidate],
-    restated: Sequence[_Candidate],
+    markers: Sequence[_Candidate],
     cands: Sequence[_Candidate],
     labels: set[str],
 ) -> list[_Candidate]:
-    """Inline markers naming only letters within the chain's range that no segment of ``restated``
-    (the chain with its restatements) has among its ``labels``, out of the chain's order: "The
-    expression levels … in PFC (a) and NAc (c) …. The ratio … in PFC (b) and NAc (d).", "(A,F) MTT
-    …. (B,G) …. (C,H) …. The levels of SOD (D), NADPH oxidase (E) activity …" describe B and D, D
-    and E too. Not a pointer to a panel ("the area indicated in (B)")."""
+    """Inline markers naming only letters within the chain's range that no segment built from
+    ``markers`` (the chain with its restatements) has among its ``labels``, out of the chain's
+    order: "The expression levels … in PFC (a) and NAc (c) …. The ratio … in PFC (b) and NAc (d).",
+    "(A,F) MTT …. (B,G) …. (C,H) …. The levels of SOD (D), NADPH oxidase (E) activity …" describe
+    B and D, D and E too. Not a pointer to a panel ("the area indicated in (B)")."""
     fam = chain[0].family
     top_max = max(_top(o) for c in chain for o in c.ords)
     named = {ord(x) - 96 for x in labels if len(x) == 1 and "a" <= x <= "z"}
-    taken = sorted((c.start, c.end) for c in [*chain, *restated])
+    taken = sorted((c.start, c.end) for c in markers)
     out: list[_Candidate] = []
     for c in cands:
         if c.family != fam or c.style != "inline":
@@ -2100,7 +2099,11 @@ def _split_after(text: str, floor: int) -> list[Segment]:
     if chain and chain[0].family == "digit" and _numbered_items(text, chain):
         # numbered items of one list, not panels: the caption's letters, if any, are its labels
         _, chain = _best_chain(
-            [c for c in cands if c.family != "digit" and (c.at_boundary or c.style == "inline")]
+            [
+                c
+                for c in cands
+                if c.family != "digit" and (c.at_boundary or c.style == "inline") and c.start not in abbreviations
+            ]
         )
     if not chain:
         if floor and text[floor:].strip():
