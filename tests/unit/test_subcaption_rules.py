@@ -2389,3 +2389,11 @@ def test_letters_out_of_the_chains_order_label_their_phrase_when_no_segment_name
     # a pointer to a panel names no description of its own
     pointer = "Micrographs. (A) Wild type and (C) mutant. (C) An enlarged image of the area indicated in (B)."
     assert "b" not in {lab for labels, _ in labelled(pointer) for lab in labels}
+    # J Exp Bot 10.1093/jxb/ery297 figure 3 (CC BY), shortened: "(B, C)" names B, which no other marker does
+    glup6 = (
+        "Transmission electron micrographs depicting the ER in wild-type and glup6 endosperm. (A) Wild-type TC65 "
+        "and (B, C) glup6. (C) Shows an enlarged image of the area indicated in (B). Scale bars are 2 μm."
+    )
+    got = labelled(glup6)
+    assert [labels for labels, _ in got] == [["a"], ["b", "c"], ["c"]]
+    assert got[1][1] == "(B, C) glup6."

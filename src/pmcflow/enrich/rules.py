@@ -2031,11 +2031,12 @@ def _missing_letters(
     cands: Sequence[_Candidate],
     labels: set[str],
 ) -> list[_Candidate]:
-    """Inline markers naming only letters within the chain's range that no segment built from
-    ``markers`` (the chain with its restatements) has among its ``labels``, out of the chain's
-    order: "The expression levels … in PFC (a) and NAc (c) …. The ratio … in PFC (b) and NAc (d).",
-    "(A,F) MTT …. (B,G) …. (C,H) …. The levels of SOD (D), NADPH oxidase (E) activity …" describe
-    B and D, D and E too. Not a pointer to a panel ("the area indicated in (B)")."""
+    """Inline markers within the chain's range, out of the chain's order, naming a letter that no
+    segment built from ``markers`` (the chain with its restatements) has among its ``labels``: "The
+    expression levels … in PFC (a) and NAc (c) …. The ratio … in PFC (b) and NAc (d).", "(A,F) MTT
+    …. (B,G) …. (C,H) …. The levels of SOD (D), NADPH oxidase (E) activity …" describe B and D, D
+    and E too; "(A) Wild-type TC65 and (B, C) glup6. (C) Shows …" B (with C). Not a pointer to a
+    panel ("the area indicated in (B)")."""
     fam = chain[0].family
     top_max = max(_top(o) for c in chain for o in c.ords)
     named = {ord(x) - 96 for x in labels if len(x) == 1 and "a" <= x <= "z"}
@@ -2045,7 +2046,7 @@ def _missing_letters(
         if c.family != fam or c.style != "inline":
             continue
         tops = {_top(o) for o in c.ords}
-        if not tops or max(tops) > top_max or tops & named:
+        if not tops or max(tops) > top_max or not tops - named:
             continue
         if any(a < c.end and c.start < b for a, b in taken):
             continue
