@@ -538,14 +538,13 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         if style == "close" and _closes_open_bracket(text, m.start(), floor):
             continue  # "(c, h–j) indicate": the end of a bracketed list, not "h–j) …"
         add(m.start(), m.end(), style, m.group(1), False)
-    for m in _RE_LISTED_BARE.finditer(text, floor):
-        # "c Peak temperature, d long-term stabilisation …, and e duration …": Nature-style panels
-        # listed inside one sentence; for gap filling and the tail only (exact continuations)
-        if _listed_at(text, m.start(), _RE_LISTED_BEFORE):
-            add(m.start(), m.end(), "bare_lc", m.group(1), False)
-    for m in _RE_LISTED_BARE_LIST.finditer(text, floor):
-        if _listed_at(text, m.start(), _RE_LISTED_BEFORE):
-            add(m.start(), m.end(), "bare_lc", m.group(1), False)
+    for listed in (_RE_LISTED_BARE, _RE_LISTED_BARE_LIST):
+        # "c Peak temperature, d long-term stabilisation …, and e duration …", "…, c, d ORC3b (…)":
+        # Nature-style panels listed inside one sentence; for gap filling and the tail only (exact
+        # continuations)
+        for m in listed.finditer(text, floor):
+            if _listed_at(text, m.start(), _RE_LISTED_BEFORE):
+                add(m.start(), m.end(), "bare_lc", m.group(1), False)
     for m in _RE_LISTED_FIRST.finditer(text, floor):
         # "derived from: a the total …; b the common …": the first of such a list
         if _listed_first_at(text, m.start()):
@@ -2065,18 +2064,17 @@ def _split_after(text: str, floor: int) -> list[Segment]:
     # 1. the chain of sentence-initial markers; 2. mid-sentence markers only fill its gaps;
     # 3. captions labelled only mid-sentence ("Axial (A) and coronal (B) …") use inline markers.
     abbreviations = _abbreviations(text, cands)
+
+    def inline_pass(c: _Candidate) -> bool:
+        """A marker the chain of a caption labelled mid-sentence may use."""
+        return (c.at_boundary or c.style == "inline") and c.start not in abbreviations
+
     _, chain = _best_chain(leading, [c for c in cands if not c.at_boundary], abbreviations)
     if not chain:
         # numbers after their phrase are mostly items, not panels: "magnetic lignite (1) and magnetic
         # char (2)", "Tulsi extract (1), AgNO3 (2), …", "ocimicides A1 (1) and B1 (3)", phases of a
         # movement "(1–2), strike (3–14) …" (7 of the 9 development-split captions so read were no panels)
-        _, chain = _best_chain(
-            [
-                c
-                for c in cands
-                if (c.at_boundary or (c.style == "inline" and c.family != "digit")) and c.start not in abbreviations
-            ]
-        )
+        _, chain = _best_chain([c for c in cands if inline_pass(c) and (c.at_boundary or c.family != "digit")])
     if not chain or chain[0].family not in ("upper", "lower"):
         # "Kaplan–Meier survival curves of a GEMIN7, b OAS1, c APOBEC3H, …": Nature-style letters
         # listed inside one sentence, the caption's only labels (before numbers: "strains: a S.
@@ -2099,13 +2097,7 @@ def _split_after(text: str, floor: int) -> list[Segment]:
             chain = []
     if chain and chain[0].family == "digit" and _numbered_items(text, chain):
         # numbered items of one list, not panels: the caption's letters, if any, are its labels
-        _, chain = _best_chain(
-            [
-                c
-                for c in cands
-                if c.family != "digit" and (c.at_boundary or c.style == "inline") and c.start not in abbreviations
-            ]
-        )
+        _, chain = _best_chain([c for c in cands if inline_pass(c) and c.family != "digit"])
     if not chain:
         if floor and text[floor:].strip():
             return [Segment([], text[:floor].strip()), Segment([], text[floor:].strip())]
