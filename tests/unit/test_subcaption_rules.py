@@ -1298,6 +1298,21 @@ def test_panel_words_out_of_order_open_their_own_segments() -> None:
     assert [labels for labels, _ in labelled(caption)] == [["a"], ["c"], ["b", "d"]]
 
 
+def test_a_letter_the_panel_word_chain_skips_is_found_among_the_captions_own_markers() -> None:
+    # the chain of a caption labelled only with the word "panel" comes from the panel-word fallback;
+    # the letter it skips ("(B)", placed after its phrase) is searched among the caption's own
+    # markers, not among the fallback's, which name only A and C
+    caption = (
+        "Knockout phenotypes at day 3. In panel A, the wild-type embryos show normal somites. "
+        "In panel C, the mutant embryos lack somites. The heterozygous embryos (B) are intermediate."
+    )
+    assert labelled(caption, "Knockout phenotypes at day 3.") == [
+        (["a"], "In panel A, the wild-type embryos show normal somites."),
+        (["c"], "In panel C, the mutant embryos lack somites."),
+        (["b"], "The heterozygous embryos (B) are intermediate."),
+    ]
+
+
 def test_a_letter_after_a_word_with_its_initial_is_a_panel_among_consecutive_ones() -> None:
     # Nature Communications 10.1038/s41467-025-57371-y figure 1 (CC BY), shortened (its "(c)," left
     # out): "(i)" follows

@@ -2080,15 +2080,18 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         # listed inside one sentence, the caption's only labels (before numbers: "strains: a S.
         # aureus, b K. pneumonia, …. Numbers of 1 through 6 … denote: (1) nickel chloride, …")
         chain = _listed_letters_chain(text, floor, cands) or chain
+    # the candidates the chain came from: the caption's own, or a fallback's below (its restatements
+    # are read among those; numbered items and missing letters among the caption's own)
+    source = cands
     if not chain:
         # "In panel A, …. In panel C, …. In panel B and D, …": restated in their own words too
-        cands = _panel_word_candidates(text, floor)
-        _, chain = _best_chain(cands)
+        source = _panel_word_candidates(text, floor)
+        _, chain = _best_chain(source)
     if not chain:
         # "Effort test T0, presented in Graph A, …; T7 effort test, presented in Graph B, …": panels
         # named after their phrase with the word "graph" or "panel", the caption's only labels
-        cands = _graph_word_candidates(text, floor)
-        _, chain = _best_chain(cands)
+        source = _graph_word_candidates(text, floor)
+        _, chain = _best_chain(source)
         if len(chain) < 2:
             chain = []
     if not chain:
@@ -2102,8 +2105,8 @@ def _split_after(text: str, floor: int) -> list[Segment]:
         if floor and text[floor:].strip():
             return [Segment([], text[:floor].strip()), Segment([], text[floor:].strip())]
         return [Segment([], text)]
-    restated = _restatements(text, [*cands, *_grid_word_candidates(text, floor)], chain)
-    restated += _overview_walks(text, cands, chain, restated)
+    restated = _restatements(text, [*source, *_grid_word_candidates(text, floor)], chain)
+    restated += _overview_walks(text, source, chain, restated)
     markers = sorted([*chain, *restated], key=lambda c: c.start)
     segments = _build_segments(text, markers, floor)
     if chain[0].family in ("upper", "lower"):
