@@ -1298,6 +1298,21 @@ def test_panel_words_out_of_order_open_their_own_segments() -> None:
     assert [labels for labels, _ in labelled(caption)] == [["a"], ["c"], ["b", "d"]]
 
 
+def test_a_letter_after_an_operator_is_an_operand_not_a_label() -> None:
+    # Clin Nephrol 10.5414/CN107180 figure 1 (CC BY), shortened: "Ca + D, Ca-D" names treatment
+    # arms (calcium plus vitamin D); "D," after "+" is no panel D after "C:"
+    caption = (
+        "Effect of treatments on serum 25-hydroxyvitamin D levels per eGFR. A: eGFR < 45 ml/min/1.73 m. "
+        "Number of participants on each treatment arm (placebo, Ca + D, Ca-D) at baseline were n = 100. "
+        "B: eGFR 59 – 45 ml/min/1.73 m. Number of participants on each treatment arm (placebo, Ca + D, "
+        "Ca-D) at baseline were n = 222. C: eGFR ≥ 60 ml/min/1.73 m. Number of participants on each "
+        "treatment arm (placebo, Ca + D, Ca-D) at baseline were n = 288."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"]]
+    assert got[-1][1].endswith("(placebo, Ca + D, Ca-D) at baseline were n = 288.")
+
+
 def test_a_letter_the_panel_word_chain_skips_is_found_among_the_captions_own_markers() -> None:
     # the chain of a caption labelled only with the word "panel" comes from the panel-word fallback;
     # the letter it skips ("(B)", placed after its phrase) is searched among the caption's own

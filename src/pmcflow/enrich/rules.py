@@ -519,9 +519,13 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
             if kind is None or (kind == "glued" and style not in ("dot", "close")):
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
-                elif style == "comma" and (
-                    _RE_OF_BEFORE.search(text, max(0, m.start() - 6), m.start())
-                    or _RE_CAPITALISED_AFTER.match(text, m.end())
+                elif (
+                    style == "comma"
+                    and (
+                        _RE_OF_BEFORE.search(text, max(0, m.start() - 6), m.start())
+                        or _RE_CAPITALISED_AFTER.match(text, m.end())
+                    )
+                    and not _RE_OPERATOR_BEFORE.search(text, max(0, m.start() - 3), m.start())
                 ):
                     # "Left squamosals of A, UA 9629; B, …": the first of a list after its noun, or
                     # the last after "and" ("of A, LipH; B, LipN and C, LipY"); "… by the Cre
@@ -774,6 +778,8 @@ def _has_upper_roman_sub(list_text: str) -> bool:
 _RE_CAPITALISED_AFTER = re.compile(r" [A-Z][a-z]")
 # the word before a "comma" label that opens ("of A, …") or closes ("… and C, …") a labelled list
 _RE_OF_BEFORE = re.compile(r"\s(?:of|in|for|from|and)\s$")
+# an operator before a letter makes it an operand, not a label: "(placebo, Ca + D, Ca-D)"
+_RE_OPERATOR_BEFORE = re.compile(r"[-+=×*/<>±&]\s$")
 
 
 # the period of "vs." ends no sentence: the letter after it is the second item of a comparison
