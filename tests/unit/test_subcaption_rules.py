@@ -1298,6 +1298,29 @@ def test_panel_words_out_of_order_open_their_own_segments() -> None:
     assert [labels for labels, _ in labelled(caption)] == [["a"], ["c"], ["b", "d"]]
 
 
+def test_a_range_of_closing_bracket_labels_opens_its_sentence_as_one_marker() -> None:
+    # BMC Neurosci 10.1186/1471-2202-15-97 figure 2 (CC BY), shortened: "A)–C)" is panels A to C,
+    # not "A)" alone; the same for "(A)–(C)" opening a sentence
+    caption = (
+        "Correlation analysis of the correlation with subjective sleepiness. A)–C) Statistical parametric "
+        "mapping of different brain regions showing a significant correlation with subjective sleepiness. "
+        "A) In the nonconscious + fear contrasts, a significant positive correlation is observed. B) In the "
+        "nonconscious + neutral contrasts, a significant positive correlation is observed. C) In the "
+        "nonconscious + fear vs. neutral contrasts, the bilateral amygdala shows a positive correlation."
+    )
+    title = "Correlation analysis of the correlation with subjective sleepiness."
+    assert [labels for labels, _ in labelled(caption, title)] == [["a", "b", "c"], ["a"], ["b"], ["c"]]
+    bracketed = caption.replace("A)–C)", "(A)–(C)").replace(" A) In", " (A) In").replace(" B) In", " (B) In")
+    bracketed = bracketed.replace(" C) In", " (C) In")
+    assert [labels for labels, _ in labelled(bracketed, title)] == [["a", "b", "c"], ["a"], ["b"], ["c"]]
+    # inside a sentence a bracketed range keeps its own reading: "Panels (B)–(F) data were …"
+    assert [labels for labels, _ in labelled("Spectra. (A) NaCl. (B) KCl. (C) LiCl, as in (A)–(C) above.")] == [
+        ["a"],
+        ["b"],
+        ["c"],
+    ]
+
+
 def test_a_letter_after_an_operator_is_an_operand_not_a_label() -> None:
     # Clin Nephrol 10.5414/CN107180 figure 1 (CC BY), shortened: "Ca + D, Ca-D" names treatment
     # arms (calcium plus vitamin D); "D," after "+" is no panel D after "C:"

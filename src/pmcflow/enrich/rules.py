@@ -136,6 +136,7 @@ _RE_PAREN_BARE, _RE_PAREN_BARE_ITEM = _bracket_key(r"([a-h])\s+(?!(?:and|or|to|o
 _RE_UPPER_ROMAN_SUB = re.compile(r"[A-Z]I{1,3}")
 _RE_OPEN = re.compile(rf"[(\[]\s*({_LIST})(?=\s+[A-Z0-9][a-z0-9])")
 _RE_CLOSE = re.compile(rf"{_NO_WORD_BEFORE}(?<![(\[])({_LIST})\)")
+_RE_CLOSE_RANGE = re.compile(rf"{_NO_WORD_BEFORE}(?<![(\[])({_ATOM})\)\s*[-–—‐‑−]\s*({_ATOM})\)")
 _RE_DOT = re.compile(rf"{_NO_WORD_BEFORE}({_LIST_DOT})\s?[.:](?![\w.])")
 _RE_COMMA = re.compile(rf"{_NO_WORD_BEFORE}({_LIST}),(?=\s)")
 _RE_COMMA_ONE = re.compile(rf"{_NO_WORD_BEFORE}({_ATOM}),(?=\s)")
@@ -445,18 +446,29 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
         return bool(readings)
 
     paren_starts: set[int] = set()
+    opening_ranges: set[int] = set()
     for m in _RE_PAREN_RANGE.finditer(text):  # "(a)–(d)": one marker for a to d
         kind = _boundary_kind(text, m.start(), floor)
         if kind is None and _names_letters(text, m.start()):
             continue
         if add(m.start(), m.end(), "paren" if kind else "inline", f"{m.group(1)}–{m.group(2)}", kind is not None):
             paren_starts.add(m.start())
+            if kind is not None:
+                opening_ranges.add(m.start())
+    for m in _RE_CLOSE_RANGE.finditer(text, floor):
+        # "A)–C) Statistical parametric mapping …: A) …, B) …": the range opening its sentence
+        if _boundary_kind(text, m.start(), floor) is not None and add(
+            m.start(), m.end(), "close", f"{m.group(1)}–{m.group(2)}", True
+        ):
+            opening_ranges.add(m.start())
     for m in _RE_PAREN_SPAN.finditer(text, floor):
         # "The 15-most biased terms … on a yearly basis, from 2014 (A) to 2018 (E).": A to E, one
         # inline marker from the first bracket to the last
         if m.group(1).isupper() == m.group(2).isupper():
             add(m.start(1) - 1, m.end(), "inline", f"{m.group(1)}–{m.group(2)}", False)
     for m in _RE_PAREN.finditer(text):
+        if m.start() in opening_ranges:
+            continue  # "(A)–(C) Maps …" opening a sentence: the range, not its first panel alone
         kind = _boundary_kind(text, m.start(), floor)
         if kind is None and _names_letters(text, m.start()):
             paren_starts.add(m.start())  # "Different letters (a–c) indicate …": not panels, not a note
@@ -516,6 +528,8 @@ def _candidates(text: str, floor: int) -> list[_Candidate]:
                 continue  # "E. coli"; a colon label may open lower case ("A: the region in green")
             if style == "close" and _closes_open_bracket(text, m.start(), floor):
                 continue  # "Error bars (95% CI) were …": the end of a bracket, not "C) …"
+            if style == "close" and m.start() in opening_ranges:
+                continue  # "A)–C) …": the range, not its first panel alone
             if kind is None or (kind == "glued" and style not in ("dot", "close")):
                 if style in ("dot", "bare", "close") and _relaxed_ok(text, m.start()):
                     add(m.start(), m.end(), style, m.group(1), False)
