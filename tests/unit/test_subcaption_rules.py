@@ -1336,6 +1336,25 @@ def test_a_letter_after_an_operator_is_an_operand_not_a_label() -> None:
     assert got[-1][1].endswith("(placebo, Ca + D, Ca-D) at baseline were n = 288.")
 
 
+def test_a_label_after_and_is_found_when_the_words_before_read_as_no_list() -> None:
+    # DARU J Pharm Sci 10.1186/2008-2231-20-83 figure 3 (CC BY): "pain and B:" had been read as one
+    # list of labels that names none, and the search went on after "B:"
+    caption = (
+        "A: Severity of pain and B: consistency of stool, in the two treatment groups of cassia fistula "
+        "emulsion and mineral oil, in the children with functional constipation, by the score of Visual "
+        "Analog Scale."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a"], ["b"]]
+    assert got[1][1].startswith("B: consistency of stool")
+    # EMBO Mol Med 10.15252/emmm.202013548 figure 4 (CC BY), shortened: the same in the dot style
+    dots = (
+        "F. Glucose tolerance test after 16 weeks in HFD. n=10. G. Free-fatty acids and H. Triglycerides "
+        "content in serum after 17 weeks in HFD. n=10. I. Shannon Index. n=7."
+    )
+    assert [labels for labels, _ in labelled(dots)] == [["f"], ["g"], ["h"], ["i"]]
+
+
 def test_a_letter_the_panel_word_chain_skips_is_found_among_the_captions_own_markers() -> None:
     # the chain of a caption labelled only with the word "panel" comes from the panel-word fallback;
     # the letter it skips ("(B)", placed after its phrase) is searched among the caption's own

@@ -676,6 +676,11 @@ def _matches(regex: re.Pattern[str], style: str, text: str) -> Iterator[re.Match
             if one is not None:
                 yield one
             continue
+        if m.end(1) > m.start(1) + 1 and not _expand(m.group(1)):
+            # "pain and B: consistency …": a list that ran in from the words before reads as no
+            # labels; the search goes on after its first word (so "B:" is found)
+            pos = m.start() + 1
+            continue
         pos = m.end()
         yield m
 
