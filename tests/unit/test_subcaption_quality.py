@@ -217,8 +217,10 @@ LATER_BATCHES = [
     # a stray comma after a listed label, "(c), Atlantic …" (dev segments 0.958 -> 0.964)
     # and notes before the panels in one bracket ("salinity (psu; a, e)"): dev 0.968, test 0.933 / 0.830
     # then lists of numbered items no longer labels, "… and c, h–j the implied rates …", letters out
-    # of the chain's order: dev 0.983 / 0.972, test 0.938 / 0.836
-    pytest.param(PUBLISHERS_SET, (0.98, 0.97), (0.935, 0.83), (0.15, 0.25), 0.945, id="publishers"),
+    # of the chain's order: dev 0.983 / 0.972, test 0.938 / 0.836; a comma list of trailing labels
+    # cut at every item or none (tuned on other sets' dev): test segments 0.827 (its annotators cut
+    # "… gas exchange (c, d), surface pH (e, f), SSTs (g, h), …" at every item)
+    pytest.param(PUBLISHERS_SET, (0.98, 0.97), (0.935, 0.82), (0.15, 0.25), 0.945, id="publishers"),
     # neuroscience (rules of 6c1cfe2): first dev 0.964 / 0.935, test 0.957 / 0.911, shared-text F1
     # 0.983 / 0.966. Rules tuned on its dev split since (sub-panels inside their panel, a bare marker
     # before a Greek letter, bare restatements of a bare overview list, primed sub-panels, notes on the

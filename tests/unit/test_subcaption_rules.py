@@ -1336,6 +1336,28 @@ def test_a_letter_after_an_operator_is_an_operand_not_a_label() -> None:
     assert got[-1][1].endswith("(placebo, Ca + D, Ca-D) at baseline were n = 288.")
 
 
+def test_a_comma_list_of_trailing_labels_is_cut_at_every_item_or_at_none() -> None:
+    # BMC Musculoskelet Disord 10.1186/1471-2474-15-193 figure 1 (CC BY): the items "DLBP vs. LDH"
+    # and "DLBP vs. N" are too short to be clauses of their own, so the list is one description;
+    # it had been cut before the longer items only, giving [A, B, C], [D], [E, F]
+    caption = (
+        "Scatter plots showing the discriminative ability of representative differential peptide peaks. "
+        "DLBP vs. CLBP of unknown origin (A), DLBP vs. LDH (B), DLBP vs. N (C), CLBP of unknown origin vs. "
+        "LDH (D), CLBP of unknown origin vs. N (E), and N vs. LDH (F) were discriminated using peaks at "
+        "1741 m/z and 5754 m/z, those at 1779 m/z and 1692 m/z, 3159 m/z and 1779 m/z, 1779 m/z and 1692 "
+        "m/z, 5755 m/z and 7062 m/z, and 2023 m/z and 866 m/z, respectively."
+    )
+    title = "Scatter plots showing the discriminative ability of representative differential peptide peaks."
+    got = labelled(caption, title)
+    assert [labels for labels, _ in got] == [["a", "b", "c", "d", "e", "f"]]
+    # every item a clause of its own: one segment per item, as before
+    clauses = (
+        "Outcomes. Serum levels rose in the treated women (A), plasma levels fell in the treated men (B), "
+        "and urine levels were unchanged in both groups (C)."
+    )
+    assert [labels for labels, _ in labelled(clauses, "Outcomes.")] == [["a"], ["b"], ["c"]]
+
+
 def test_a_label_after_and_is_found_when_the_words_before_read_as_no_list() -> None:
     # DARU J Pharm Sci 10.1186/2008-2231-20-83 figure 3 (CC BY): "pain and B:" had been read as one
     # list of labels that names none, and the search went on after "B:"

@@ -1394,6 +1394,37 @@ def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bo
     return j if len(text[j : c.start].split()) >= min_words else None
 
 
+def _comma_items(text: str, markers: Sequence[_Candidate], k: int) -> Iterator[str]:
+    """The items of the comma list of trailing labels around marker ``k``: the text between each
+    inline marker and the next one of its sentence, where a comma follows the first
+    ("DLBP vs. LDH (B), DLBP vs. N (C), CLBP of unknown origin vs. LDH (D), …" -> "DLBP vs. N",
+    "CLBP of unknown origin vs. LDH", …)."""
+
+    def linked(i: int) -> bool:
+        a, b = markers[i], markers[i + 1]
+        return (
+            a.style == b.style == "inline"
+            and text[a.end : a.end + 1] == ","
+            and _same_sentence(text, a.end, b.start)
+        )
+
+    first = k
+    while first > 0 and linked(first - 1):
+        first -= 1
+    i = first
+    while i + 1 < len(markers) and linked(i):
+        yield text[markers[i].end + 1 : markers[i + 1].start]
+        i += 1
+
+
+def _short_comma_item(text: str, markers: Sequence[_Candidate], k: int) -> bool:
+    """Some item of the comma list around marker ``k`` is too short to be a clause of its own
+    (:data:`CLAUSE_MIN_WORDS`): the list is one description of all its panels, not cut at the
+    items long enough ("… (A), DLBP vs. LDH (B), …, CLBP of unknown origin vs. LDH (D), …" had been
+    cut before D alone)."""
+    return any(len(item.split()) < CLAUSE_MIN_WORDS for item in _comma_items(text, markers, k))
+
+
 def _continues_restated_list(text: str, overview: _Candidate, prev: _Candidate, c: _Candidate) -> bool:
     """``c`` (before its phrase) takes up the next letter after the restated marker ``prev`` in
     its sentence, after a comma, semicolon or conjunction, both within the chain's ``overview``
@@ -1605,6 +1636,8 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
                 if same and prev is not None and prev.style == "inline"
                 else None
             )
+            if clause is not None and text[prev.end] == "," and _short_comma_item(text, markers, k):
+                clause = None  # a list cut at some items only: one description of all its panels
             listed = k > 0 and (_listed(text, markers, prefix, run, k - 1) or paired)
             paired = False
             if same and (led or listed):
