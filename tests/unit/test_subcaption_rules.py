@@ -1336,6 +1336,22 @@ def test_a_letter_after_an_operator_is_an_operand_not_a_label() -> None:
     assert got[-1][1].endswith("(placebo, Ca + D, Ca-D) at baseline were n = 288.")
 
 
+def test_the_label_after_a_restated_bare_list_opens_its_own_segment() -> None:
+    # Arthritis Res Ther 10.1186/s13075-015-0825-9 figure 1 (CC BY), shortened: after "a" to "e" the
+    # caption walks through its panels again, "a-d …. e …"; the second "e" had been glued to "a-d"
+    caption = (
+        "Short Form-36 (SF-36) domain scores at month 3. a Placebo at baseline and month 3. b Tofacitinib "
+        "5 mg twice daily (BID) at baseline and month 3. c Tofacitinib 10 mg BID at baseline and month 3. "
+        "d Baseline scores for each treatment group. e Weighted combined baseline score + placebo. a-d "
+        "Treatment group baselines (using separate colors in d). e Weighted combined baseline across all "
+        "treatment groups. Placebo, n = 122 at baseline, and n = 108 at month 3."
+    )
+    got = labelled(caption, "Short Form-36 (SF-36) domain scores at month 3.")
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["d"], ["e"], ["a", "b", "c", "d"], ["e"]]
+    assert got[5][1] == "a-d Treatment group baselines (using separate colors in d)."
+    assert got[6][1].startswith("e Weighted combined baseline across all treatment groups.")
+
+
 def test_a_comma_list_of_trailing_labels_is_cut_at_every_item_or_at_none() -> None:
     # BMC Musculoskelet Disord 10.1186/1471-2474-15-193 figure 1 (CC BY): the items "DLBP vs. LDH"
     # and "DLBP vs. N" are too short to be clauses of their own, so the list is one description;

@@ -1507,6 +1507,7 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
                 c.style not in STRONG_STYLES
                 and not (c.style in styles and len(c.ords) > 1)
                 and not (k and _restates_overview(chain[k - 1], out[-1] if out else None, c))
+                and not _continues_restated_walk(chain[k - 1] if k else None, out[-1] if out else None, c)
             ):
                 continue
         elif c.style == "inline" and _is_prefix(text, c):
@@ -1587,6 +1588,16 @@ def _restates_overview(overview: _Candidate, last: _Candidate | None, c: _Candid
     if len(overview.ords) < 2 or not set(c.ords) <= set(overview.ords):
         return False
     return last is None or last.start < overview.start or last.ords[-1] < c.ords[0]
+
+
+def _continues_restated_walk(before: _Candidate | None, last: _Candidate | None, c: _Candidate) -> bool:
+    """``c`` opens a sentence with the label right after those of the restated bare list ``last``,
+    itself after the chain marker ``before``: the caption walks through its panels a second time,
+    "…. e Weighted combined baseline score. a-d Treatment group baselines. e Weighted combined
+    baseline across all treatment groups." (the second "e" opens a segment as "a-d" does)."""
+    if last is None or last.style not in _BARE_STYLES or c.style not in _BARE_STYLES or len(last.ords) < 2:
+        return False
+    return (before is None or last.start > before.start) and _is_next(last.ords[-1], c.ords[0])
 
 
 def _continues_sub_panel(prev: _Candidate | None, c: _Candidate) -> bool:
