@@ -1336,6 +1336,32 @@ def test_a_letter_after_an_operator_is_an_operand_not_a_label() -> None:
     assert got[-1][1].endswith("(placebo, Ca + D, Ca-D) at baseline were n = 288.")
 
 
+def test_in_and_a_label_the_sentence_before_described_opens_a_segment() -> None:
+    # Sci Rep 10.1038/s41598-018-20874-4 figure 1 (CC BY), shortened: "(a) and … (b)." then one
+    # sentence per panel, "In (a), …. In (b), …"; both had been glued to the first sentence
+    caption = (
+        "Kaplan-Meier curves for composite cardiovascular and renal events in patients with eGFR of <45 "
+        "ml/min per 1.73 m2 (a) and the other patients (b). In (a), the numbers of patients in ARB and "
+        "non-ARB groups were 96 and 91, respectively. In (b), the number of endpoints was 27 in 516 "
+        "patients assigned ARB group and 29 in 518 patients assigned non-ARB group."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b"], ["a"], ["b"]]
+    assert got[1][1].startswith("In (a), the numbers") and got[2][1].startswith("In (b), the number")
+    # a label the sentence before does not describe is a pointer, not a new segment
+    pointer = (
+        "Reporter assays. (A) Cells on coverslips. (B) Nuclear translocation. (C–E) Cells were transfected "
+        "with a reporter plasmid. In (A), cells were mock-transfected 8 h later. (F) ISRE reporter."
+    )
+    assert [labels for labels, _ in labelled(pointer, "Reporter assays.")] == [["a"], ["b"], ["c", "d", "e"], ["f"]]
+    # one note on two panels: "In (C), …; in (D), …" stays with them
+    note = (
+        "Autophagosomes. (A) Blots. (B) Puncta. Analysis of liver (C) and kidney (D) tissues from mice. "
+        "In (C), **P = 0.0029; in (D), **P = 0.0025 (unpaired t-test)."
+    )
+    assert [labels for labels, _ in labelled(note, "Autophagosomes.")] == [["a"], ["b"], ["c", "d"]]
+
+
 def test_the_label_after_a_restated_bare_list_opens_its_own_segment() -> None:
     # Arthritis Res Ther 10.1186/s13075-015-0825-9 figure 1 (CC BY), shortened: after "a" to "e" the
     # caption walks through its panels again, "a-d …. e …"; the second "e" had been glued to "a-d"
