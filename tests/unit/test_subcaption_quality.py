@@ -282,8 +282,11 @@ LATER_BATCHES = [
     pytest.param(CROPS2_SET, (0.97, 0.87), (0.975, 0.92), (0.1, 0.2), 0.98, id="crops2"),
     # clinical research, mostly randomised trials (rules of bd496ec): first dev 0.980 / 0.764, test
     # 0.960 / 0.821, shared-text F1 0.965 / 0.921. Four in five captions name no panel (flow
-    # diagrams, single charts), so the baseline is close on label sets
-    pytest.param(CLINICAL_SET, (0.98, 0.76), (0.96, 0.82), (0.03, 0.3), 0.94, id="clinical"),
+    # diagrams, single charts), so the baseline is close on label sets. Rules tuned on its dev split
+    # since: a letter after an operator ("Ca + D, Ca-D") no label, "A)–C)" one marker, "pain and B:",
+    # a comma list of trailing labels cut at every item or none, "a-d …. e …" after the panels,
+    # "… (a) and … (b). In (a), …. In (b), …": dev 0.987 / 0.801, test 0.960 / 0.821
+    pytest.param(CLINICAL_SET, (0.985, 0.8), (0.96, 0.82), (0.03, 0.3), 0.94, id="clinical"),
 ]
 
 
@@ -344,7 +347,7 @@ POOLS = [
         id="ten",
     ),
     # eleven sets, 5,075 captions, 8,860 gold segments (first scores: all 0.976 / 0.916, held out
-    # 0.964 / 0.890)
+    # 0.964 / 0.890; after the eighth round's rules all 0.977 / 0.917, held out 0.964 / 0.891)
     pytest.param(
         (PUBLISHERS_SET, NEURO_SET, MOLBIO_SET, PLANT_SET, MEDPLANT_SET, CROPS_SET, CROPS2_SET, CLINICAL_SET),
         (0.975, 0.915),
