@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import accumulate
@@ -1442,25 +1442,26 @@ def _continues_restated_list(text: str, overview: _Candidate, prev: _Candidate, 
 OPENING_PHRASE_MAX_WORDS = 5
 
 
-_RE_PERIOD_END = re.compile(r"\.(?:\s|$)")
-
-
-def _opens_its_sentence(text: str, c: _Candidate, top: int, described: Set[int] = frozenset()) -> bool:
+def _opens_its_sentence(
+    text: str, c: _Candidate, top: int, chain: Sequence[_Candidate] = (), k: int = 0
+) -> bool:
     """An inline list of labels right after a short opening phrase, before a comma, and the only
     bracket of the caption's labels (up to ``top``) in its sentence: "In the first column (A and
     C), Alcian Blue staining …", "In (a, b), the shaded color … depth (z) bin …", "Panels (c, f, i)
     depict …" describe those panels (not "Expression of twi (A, E, H, L), sim (B, F, I, M), …").
-    A single label only after "In", naming one of the panels ``described`` by the sentence of the
-    chain's marker before it: "… (a) and the other patients (b). In (a), the numbers of patients
-    …. In (b), …" (not "(C–E) HEK293 cells …. In (A), cells were mock-transfected …")."""
+    A single label only after "In", naming one of the panels the sentence of ``chain[k - 1]`` (the
+    chain's marker before it) describes: "… (a) and the other patients (b). In (a), the numbers of
+    patients …. In (b), …" (not "(C–E) HEK293 cells …. In (A), cells were mock-transfected …")."""
     if ";" in text[c.start : c.end]:
         return False  # "salinity (psu; a, e), …": a note, then the labels of the phrase before it
     start = _sentence_start(text, c.start, 0)
     opening = text[start : c.start].split()
     if len(c.ords) < 2:
-        stop = _RE_PERIOD_END.search(text, c.end)
-        rest = text[c.end : stop.start() if stop else len(text)]
-        if opening != ["In"] or not set(c.ords) <= described or any(o <= top for o in _named_letters(rest)):
+        if opening != ["In"] or not k or not set(c.ords) <= _sentence_ords(text, chain, k - 1):
+            return False
+        spans = split_sentences(text)
+        end = spans[bisect_right([a for a, _ in spans], c.start) - 1][1]
+        if any(o <= top for o in _named_letters(text[c.end : end])):
             return False  # "In (C), **P = 0.0029; in (D), …": one note on both
     if len(opening) > OPENING_PHRASE_MAX_WORDS:
         return False
@@ -1512,9 +1513,7 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
         k = bisect_left(chain_starts, c.end)  # chain[k]: the first chain marker from c's end on
         # a list right after its sentence's opening words (the label after the chain's last counts
         # among the other brackets of that sentence when the list names it too)
-        opening = c.style == "inline" and _opens_its_sentence(
-            text, c, top_max + 1 if beyond else top_max, _sentence_ords(text, chain, k - 1) if k else frozenset()
-        )
+        opening = c.style == "inline" and _opens_its_sentence(text, c, top_max + 1 if beyond else top_max, chain, k)
         if beyond and not opening:
             continue  # only a sentence's opening list may name the next label too ("Panels (c, f, i) …")
         if (k and chain[k - 1].end > c.start) or (out and out[-1].end > c.start):
