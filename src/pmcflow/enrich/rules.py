@@ -1449,15 +1449,17 @@ def _opens_its_sentence(
     bracket of the caption's labels (up to ``top``) in its sentence: "In the first column (A and
     C), Alcian Blue staining …", "In (a, b), the shaded color … depth (z) bin …", "Panels (c, f, i)
     depict …" describe those panels (not "Expression of twi (A, E, H, L), sim (B, F, I, M), …").
-    A single label only after "In", naming one of the panels the sentence of ``chain[k - 1]`` (the
-    chain's marker before it) describes: "… (a) and the other patients (b). In (a), the numbers of
-    patients …. In (b), …" (not "(C–E) HEK293 cells …. In (A), cells were mock-transfected …")."""
+    A single label only after "In" or "In panel", naming one of the panels the sentence of
+    ``chain[k - 1]`` (the chain's marker before it) describes: "… (a) and the other patients (b).
+    In (a), the numbers of patients …. In (b), …" (not "(C–E) HEK293 cells …. In (A), cells were
+    mock-transfected …")."""
     if ";" in text[c.start : c.end]:
         return False  # "salinity (psu; a, e), …": a note, then the labels of the phrase before it
     start = _sentence_start(text, c.start, 0)
     opening = text[start : c.start].split()
     if len(c.ords) < 2:
-        if opening != ["In"] or not k or not set(c.ords) <= _sentence_ords(text, chain, k - 1):
+        after_in = [w.lower() for w in opening] in (["in"], ["in", "panel"])  # "In (a), …", "In panel (A), …"
+        if not after_in or not k or not set(c.ords) <= _sentence_ords(text, chain, k - 1):
             return False
         spans = split_sentences(text)
         end = spans[bisect_right([a for a, _ in spans], c.start) - 1][1]
