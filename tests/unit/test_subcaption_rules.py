@@ -2553,3 +2553,23 @@ def test_in_panel_and_a_label_the_sentence_before_described_opens_a_segment() ->
         "with a reporter plasmid. In panel (A), cells were mock-transfected 8 h later. (F) ISRE reporter."
     )
     assert [labels for labels, _ in labelled(pointer, "Reporter assays.")] == [["a"], ["b"], ["c", "d", "e"], ["f"]]
+
+
+def test_a_lead_sentence_listing_bare_letters_describes_those_panels() -> None:
+    # Clin Exp Nephrol 10.1007/s10157-016-1302-8 figure 1 (CC BY): "via a stool and b urine" names
+    # panels a and b as "(a) … (b)" would; the sentence had been shared text
+    caption = (
+        "Excretion of sodium via a stool and b urine in healthy Japanese volunteers treated with tenapanor or "
+        "placebo. Data are shown as mean + SD; corresponding values given above the bars show mean (SD). a daily "
+        "mean over 7 days. b combined data from participants receiving single (n = 2) and repeated (n = 12) doses "
+        "(one individual in the placebo group was excluded from stool analyses owing to a lack of any "
+        "post-baseline samples). SD standard deviation"
+    )
+    got = labelled(caption)
+    assert [labels for labels, _ in got] == [["a", "b"], ["a"], ["b"]]
+    assert got[0][1].startswith("Excretion of sodium via a stool") and got[1][1] == "a daily mean over 7 days."
+    # an article "a" with no "b" after it lists nothing
+    single = "Excretion of sodium via a stool in volunteers. a Daily mean over 7 days. b Combined data."
+    got = split_caption(single)
+    assert [s.labels for s in got] == [[], ["a"], ["b"]]
+    assert got[0].text == "Excretion of sodium via a stool in volunteers."

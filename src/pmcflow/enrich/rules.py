@@ -755,15 +755,15 @@ _RE_LISTED_BARE_LIST = re.compile(
     r"(?<= )([b-hj-z](?:(?:, ?|[–-])[b-hj-z]){1,3})(?= (?!(?:and|or|to|as|is|are|was|were)\b)[A-Za-z(0-9])"
 )
 _RE_LISTED_BEFORE = re.compile(r"(?:[,;]|\band|\bor|\bfor|\bat) $")
-# the first of letters listed inside a sentence, after its noun, "the", "with" or a colon
+# the first of letters listed inside a sentence, after its noun, "the", "with", "via" or a colon
 # (:data:`_RE_LISTED_FIRST_BEFORE`): "curves of a GEMIN7, b OAS1, …", "for: a premeiosis … and b …",
-# "presented as a malate efflux per root apex, or b …",
+# "presented as a malate efflux per root apex, or b …", "via a stool and b urine",
 # "for the a meteorological winter … and b …" (not the Latin "a priori"); after any word when an
 # article follows it ("Box plots showing a the leaf number …, and b the diameter …")
 _RE_LISTED_FIRST = re.compile(r"(?<= )a(?= (?!(?:and|or|to|is|priori|posteriori|fortiori)\b)[A-Za-z(0-9])")
 # letters listed each before a quantity: "at three different temperatures a 30 °C, b 50 °C, and c 70 °C"
 _RE_LISTED_QUANTITIES = re.compile(r"a \d[^.;,]{0,20}, (?:and )?b \d")
-_RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|\bthe|\bwith|\bas|:) $")
+_RE_LISTED_FIRST_BEFORE = re.compile(r"(?:\bof|\bfor|\bfrom|\bthe|\bwith|\bas|\bvia|:) $")
 
 
 def _listed_at(text: str, pos: int, before: re.Pattern[str]) -> bool:
@@ -1810,10 +1810,34 @@ def _lead_segments(text: str, floor: int, end: int, markers: Sequence[_Candidate
 
 def _lead_letters(text: str) -> set[int]:
     """Ordinals of the letters ``text`` names in brackets, notes too ("threshold (a, 0.25 mm)",
-    "salinity (psu; a, e)")."""
-    return _named_letters(text) | {
-        o for pattern in (_RE_PAREN_NOTE, _RE_NOTE_SEMI_PAREN) for _, ords in _bracket_letters(text, pattern) for o in ords
-    }
+    "salinity (psu; a, e)"), or lists bare in one sentence, each before its phrase ("Excretion of
+    sodium via a stool and b urine …")."""
+    return (
+        _named_letters(text)
+        | {o for pattern in (_RE_PAREN_NOTE, _RE_NOTE_SEMI_PAREN) for _, ords in _bracket_letters(text, pattern) for o in ords}
+        | _listed_bare_letters(text)
+    )
+
+
+def _listed_bare_letters(text: str) -> set[int]:
+    """Ordinals of the letters a, b, … listed bare in one sentence of ``text``, each before its
+    phrase, the first after its noun (:func:`_listed_first_at`) and the next ones after a comma
+    or conjunction (:data:`_RE_LISTED_BARE`): "via a stool and b urine"."""
+    out: set[int] = set()
+    for first in _RE_LISTED_FIRST.finditer(text):
+        if not _listed_first_at(text, first.start()):
+            continue
+        run, pos = [1], first.end()
+        for m in _RE_LISTED_BARE.finditer(text, pos):
+            if not _same_sentence(text, pos, m.start()):
+                break
+            letter = m.group(1)
+            if len(letter) == 1 and ord(letter) - 96 == run[-1] + 1 and _listed_at(text, m.start(), _RE_LISTED_BEFORE):
+                run.append(ord(letter) - 96)
+                pos = m.end()
+        if len(run) >= 2:
+            out.update(run)
+    return out
 
 
 def _dedupe(labels: Iterable[str]) -> list[str]:
