@@ -2573,3 +2573,20 @@ def test_a_lead_sentence_listing_bare_letters_describes_those_panels() -> None:
     got = split_caption(single)
     assert [s.labels for s in got] == [[], ["a"], ["b"]]
     assert got[0].text == "Excretion of sodium via a stool in volunteers."
+
+
+def test_the_last_item_of_a_comma_list_cut_per_item_is_cut_after_its_conjunction() -> None:
+    # Arthritis Res Ther 10.1186/s13075-015-0825-9 figure 3 (CC BY), shortened: the list is cut at every
+    # comma item, so "and SF-36 domain scores (g)" is its last item, not part of panel f's
+    caption = (
+        "Percentage of patients with improvements at month 3. Patient Global Assessment of Disease Activity "
+        "(PtGA) (a), Patient Global Assessment of Pain (Pain) (b), Health Assessment Questionnaire-Disability "
+        "Index (HAQ-DI) (c), Functional Assessment of Chronic Illness Therapy-Fatigue (FACIT-F) (f) and SF-36 "
+        "domain scores (g); *p <0.05 vs placebo."
+    )
+    got = labelled(caption, "Percentage of patients with improvements at month 3.")
+    assert [labels for labels, _ in got] == [["a"], ["b"], ["c"], ["f"], ["g"]]
+    assert got[4][1].startswith("and SF-36 domain scores (g);")
+    # a list of short items is one description: its last item stays with it
+    short = "Growth at 50 (b), 100 (c), 150 (d) and 200 μg/ml (e) of silver nanoparticles."
+    assert [labels for labels, _ in labelled(short)] == [["b", "c", "d", "e"]]

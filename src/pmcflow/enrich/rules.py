@@ -1364,7 +1364,9 @@ def _opens_clause(text: str, start: int) -> bool:
     return text[:start].rstrip(" ")[-1:] in (",", ";") or text.startswith(("and ", "or "), start)
 
 
-def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bool = False) -> int | None:
+def _clause_start(
+    text: str, prev: _Candidate, c: _Candidate, *, enumerating: bool = False, list_cut: bool = False
+) -> int | None:
     """Start of the clause of a trailing label after a previous trailing label of its sentence,
     when a comma or semicolon closes the previous one's clause and the new clause is long enough
     to be a description of its own: "… in females (A), and reduced levels in males (B)" -> "and";
@@ -1372,7 +1374,11 @@ def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bo
     open the sentence), when a conjunction follows the previous label and the new label ends the
     sentence after a phrase of its own: "Map (A), and photographs of dry heath (B) and the Barrow
     wet meadow (C)." -> "and" (not "… for the sex effect (A) and for the location effect (B).",
-    one description of two panels, nor "total delay (A) and nuclear delay (B) diagrams …").
+    one description of two panels, nor "total delay (A) and nuclear delay (B) diagrams …"). When
+    the previous label's clause was itself cut off a comma list of them (``list_cut``), the phrase
+    after the conjunction is the list's last item, however short: "…, Functional Assessment of
+    Chronic Illness Therapy-Fatigue (FACIT-F) (f) and SF-36 domain scores (g);" -> "and" (a list
+    is cut at every item or none, :func:`_short_comma_item`).
     """
     i = prev.end
     if i >= len(text):
@@ -1386,7 +1392,7 @@ def _clause_start(text: str, prev: _Candidate, c: _Candidate, *, enumerating: bo
         m = _RE_CONJUNCT.match(text, i)
         if m is None or not enumerating or not _closes_sentence(text, c.end):
             return None
-        return m.start(1) if len(text[m.end() : c.start].split()) >= CONJUNCT_MIN_WORDS else None
+        return m.start(1) if list_cut or len(text[m.end() : c.start].split()) >= CONJUNCT_MIN_WORDS else None
     j = i + 1
     while j < c.start and text[j] == " ":
         j += 1
@@ -1638,6 +1644,7 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
     prev: _Candidate | None = None
     paired = False  # the previous marker opened the first clause of a pair (:func:`_paired`)
     led = False  # the open segment was opened by a sentence-initial marker in this sentence
+    cut_item: _Candidate | None = None  # the last trailing label whose comma-list item was cut off
     for k, c in enumerate(markers):
         joint = False
         if (
@@ -1664,7 +1671,13 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
             same = prev is not None and not text[prev_floor:sentence].strip()
             nxt = markers[k + 1] if k + 1 < len(markers) else None
             clause = (
-                _clause_start(text, prev, c, enumerating=bool(opens) and _opens_clause(text, opens[-1].start))
+                _clause_start(
+                    text,
+                    prev,
+                    c,
+                    enumerating=bool(opens) and _opens_clause(text, opens[-1].start),
+                    list_cut=cut_item is prev,
+                )
                 if same and prev is not None and prev.style == "inline"
                 else None
             )
@@ -1690,6 +1703,7 @@ def _build_segments(text: str, markers: Sequence[_Candidate], floor: int) -> lis
                 seg_start, paired = c.start, True
             elif clause is not None:
                 seg_start = clause
+                cut_item = c if text[prev.end] == "," else None
             elif same:
                 seg_start, joint = sentence, True
             elif (
