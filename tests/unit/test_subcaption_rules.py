@@ -2590,3 +2590,27 @@ def test_the_last_item_of_a_comma_list_cut_per_item_is_cut_after_its_conjunction
     # a list of short items is one description: its last item stays with it
     short = "Growth at 50 (b), 100 (c), 150 (d) and 200 μg/ml (e) of silver nanoparticles."
     assert [labels for labels, _ in labelled(short)] == [["b", "c", "d", "e"]]
+
+
+def test_an_inline_list_interleaved_with_the_next_marker_opens_the_chain() -> None:
+    # BMC Genomics 10.1186/s12864-018-5088-9 figure 4 (CC BY): "(a, d)" inside the lead sentence opens
+    # the grid "(a, d) … (b, e) … (c, f)"; the whole lead had been read as panel a and d's description
+    caption = (
+        "Validation and expression of selected miRNAs and their target PPR genes. Relative expression levels of "
+        "three PPR genes as the targets of miRNAs in rice shoot, seeding, P3 and P4, (a, d) osa-miR1862d (a) and "
+        "its target (LOC_Os03g17634)(d). (b, e) osa-miR396a-5p (b) and its target (LOC_Os07g40820) (e). (c, f) "
+        "osa-miR444b.2 and its target (LOC_Os04g51350)"
+    )
+    got = split_caption(caption)
+    assert [s.labels for s in got] == [[], ["a", "d"], ["b", "e"], ["c", "f"]]
+    assert got[0].text.endswith("in rice shoot, seeding, P3 and P4,")
+    assert got[1].text.startswith("(a, d) osa-miR1862d")
+    # a range that shares panels with the next marker's sub-panels is no such list
+    ranges = (
+        "Expression of cact1 and cact3. Expression of cact1 (A–D) and cact3 (E–H) are monitored by ISH. "
+        "(A′–D′, E′, H′) SYTOX Green staining shows nuclear density. (A, B) cact1 expression is initiated evenly."
+    )
+    assert labelled(ranges, "Expression of cact1 and cact3.")[0] == (
+        list("abcdefgh"),
+        "Expression of cact1 (A–D) and cact3 (E–H) are monitored by ISH.",
+    )

@@ -1060,7 +1060,16 @@ def _fill_gaps(
             # a second inline list interleaved with the filler before it ("mCherry (c, e) as well
             # as c-Fos (d, f)") supplies its labels too
             interleaved = bool(out) and out[-1] is not prev and c.style == "inline" and _follows(last_ords, c.ords)
-            if (last_ord < c.ords[0] or interleaved) and c.ords[-1] < hi_ord:
+            # an inline list interleaved with the chain marker after it ("…, (a, d) miR1862d and its
+            # target. (b, e) …") supplies its labels too
+            before_next = c.ords[-1] < hi_ord or (
+                nxt is not None
+                and len(c.ords) > 1
+                and c.style == "inline"
+                and _follows(c.ords, nxt.ords)
+                and not {_top(o) for o in c.ords} & {_top(o) for o in nxt.ords}
+            )
+            if (last_ord < c.ords[0] or interleaved) and before_next:
                 out.append(c)
                 last_ord, last_end, last_ords = max(last_ord, c.ords[-1]), c.end, c.ords
         if nxt is not None:
