@@ -2614,3 +2614,30 @@ def test_an_inline_list_interleaved_with_the_next_marker_opens_the_chain() -> No
         list("abcdefgh"),
         "Expression of cact1 (A–D) and cact3 (E–H) are monitored by ISH.",
     )
+
+
+def test_labels_after_a_semicolon_inside_brackets_are_a_note_not_restated_panels() -> None:
+    # Nat Commun 10.1038/s41467-017-01031-3 figure 5 (CC BY), shortened: "h:" after the bracketed
+    # "f: p = 0.2;" had opened a segment of its own, cutting the note off panels e–h
+    caption = (
+        "Digital focusing. c Axial photocurrent resolution. d Quantification of the FWHM (n = 5 cells). "
+        "e−h As in a−d, but spike probability recorded in mouse brain slices via current clamp "
+        "(f: p = 0.2; h: p = 0.17, n = 3 neurons)"
+    )
+    got = labelled(caption, "Digital focusing.")
+    assert [labels for labels, _ in got] == [["c"], ["d"], ["e", "f", "g", "h"]]
+    assert got[-1][1].endswith("(f: p = 0.2; h: p = 0.17, n = 3 neurons)")
+    # Nat Commun 10.1038/s41467-019-10418-3 figure 5 (CC BY), shortened from panel a on: "m, n:" inside
+    # the statistics note of k–o
+    stats = (
+        "MOSD stimulation of C7 nerve bundle. a Schematic of experimental set-up. b Immunofluorescence staining "
+        "of C7 nerve. c Expression of EYFP in C7 nerve. d Monte-Carlo simulation of mini-LED light intensity. "
+        "e–h Illustration of MOSD implantation process on C7 nerve. i Representative electromyogram from "
+        "Triceps. j MOSD (top right) with mini-LED (bottom) representative response pattern. k–o Representive "
+        "mouse showed selectivity for PM, Tr, EC, FC, and ED by MOSD (n = 4 trials. k, l, o- Friedman’s ANOVA "
+        "on Ranks with Tukey post hoc; m, n: One way ANOVA with Tukey post hoc, *P < 0.05, **P < 0.01, ***P < "
+        "0.001). p The same mouse showed selectivity in only one muscle by SS."
+    )
+    got = labelled(stats, "MOSD stimulation of C7 nerve bundle.")
+    assert [labels for labels, _ in got][-2:] == [list("klmno"), ["p"]]
+    assert got[-2][1].endswith("***P < 0.001).")

@@ -1522,6 +1522,7 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
     top_max = max(_top(o) for c in chain for o in c.ords)
     styles = {c.style for c in chain}
     chain_starts = [c.start for c in chain]
+    noted = _bracketed_semicolons(text)
     out: list[_Candidate] = []
     for c in sorted(cands, key=lambda c: (c.start, -c.weight)):
         if c.family != fam or any(_top(o) > top_max + 1 for o in c.ords):
@@ -1535,6 +1536,8 @@ def _restatements(text: str, cands: Sequence[_Candidate], chain: Sequence[_Candi
             continue  # only a sentence's opening list may name the next label too ("Panels (c, f, i) …")
         if (k and chain[k - 1].end > c.start) or (out and out[-1].end > c.start):
             continue  # overlaps a chain marker or a restatement already kept
+        if _back_over_spaces(text, c.start) - 1 in noted:
+            continue  # "e−h As in a−d, … (f: p = 0.2; h: p = 0.17, n = 3)": a clause of a bracketed note
         if opening and not beyond and k and set(chain[k - 1].ords) <= set(c.ords):
             if not (out and out[-1].start > chain[k - 1].start):
                 continue  # "(C, D) …. In (C, D), see inset …": a note on the panels just described
