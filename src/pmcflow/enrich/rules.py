@@ -1847,23 +1847,10 @@ def _lead_letters(text: str) -> set[int]:
 
 def _listed_bare_letters(text: str) -> set[int]:
     """Ordinals of the letters a, b, … listed bare in one sentence of ``text``, each before its
-    phrase, the first after its noun (:func:`_listed_first_at`) and the next ones after a comma
-    or conjunction (:data:`_RE_LISTED_BARE`): "via a stool and b urine"."""
-    out: set[int] = set()
-    for first in _RE_LISTED_FIRST.finditer(text):
-        if not _listed_first_at(text, first.start()):
-            continue
-        run, pos = [1], first.end()
-        for m in _RE_LISTED_BARE.finditer(text, pos):
-            if not _same_sentence(text, pos, m.start()):
-                break
-            letter = m.group(1)
-            if len(letter) == 1 and ord(letter) - 96 == run[-1] + 1 and _listed_at(text, m.start(), _RE_LISTED_BEFORE):
-                run.append(ord(letter) - 96)
-                pos = m.end()
-        if len(run) >= 2:
-            out.update(run)
-    return out
+    phrase, as :func:`_listed_letters_chain` reads them: "via a stool and b urine"."""
+    if " a " not in text:
+        return set()  # no list's first letter: spare the candidates
+    return {_top(o) for c in _listed_letters_chain(text, 0, _candidates(text, 0)) for o in c.ords}
 
 
 def _dedupe(labels: Iterable[str]) -> list[str]:
