@@ -1471,20 +1471,20 @@ def _opens_its_sentence(
     if ";" in text[c.start : c.end]:
         return False  # "salinity (psu; a, e), …": a note, then the labels of the phrase before it
     start = _sentence_start(text, c.start, 0)
-    opening = text[start : c.start].split()
-    if len(c.ords) < 2:
-        after_in = [w.lower() for w in opening] in (["in"], ["in", "panel"])  # "In (a), …", "In panel (A), …"
-        if not after_in or not k or not set(c.ords) <= _sentence_ords(text, chain, k - 1):
-            return False
-        spans = split_sentences(text)
-        end = spans[bisect_right([a for a, _ in spans], c.start) - 1][1]
-        if any(o <= top for o in _named_letters(text[c.end : end])):
-            return False  # "In (C), **P = 0.0029; in (D), …": one note on both
+    opening = [w.lower() for w in text[start : c.start].split()]
     if len(opening) > OPENING_PHRASE_MAX_WORDS:
         return False
-    if not text.startswith(",", c.end) and [w.lower() for w in opening] not in (["panel"], ["panels"]):
+    if not text.startswith(",", c.end) and opening not in (["panel"], ["panels"]):
         return False  # "Panels (c, f, i) depict differences …" needs no comma
-    return not any(o <= top for o in _named_letters(text[c.end : _sentence_end(text, c.end)]))
+    end = _sentence_end(text, c.end)
+    if len(c.ords) < 2:
+        if opening not in (["in"], ["in", "panel"]) or not k or not set(c.ords) <= _sentence_ords(text, chain, k - 1):
+            return False  # "In (a), …", "In panel (A), …" only
+        # no other label up to the sentence's period either, past its semicolons: "In (C), **P =
+        # 0.0029; in (D), …" is one note on both
+        spans = split_sentences(text)
+        end = max(end, spans[bisect_right([a for a, _ in spans], c.start) - 1][1])
+    return not any(o <= top for o in _named_letters(text[c.end : end]))
 
 
 def _sentence_ords(text: str, chain: Sequence[_Candidate], i: int) -> frozenset[int]:
