@@ -1235,6 +1235,27 @@ def test_places_after_text_that_describes_panels_are_inside_a_panel() -> None:
     assert segments[-1].text.endswith("(n = 5, Student's t-test).")
 
 
+def test_places_named_twice_are_inside_panels_and_a_later_place_continues_its_panel() -> None:
+    # EMBO Mol Med 10.15252/emmm.201404433 figure 3 (CC BY 4.0) as SourceData extracted it: the panel
+    # letters were lost, and "Left: … Right: …" comes twice, once inside each of the last two panels.
+    # A place named twice names no panel: the legend goes to the panel-boundary model, a sentence
+    # opening with "Right:" stays in the panel of the "Left:" before it, and each "Left:" opens one.
+    from pmcflow.enrich.boundaries import fixture_dir
+    from pmcflow.enrich.evaluate import load_rows
+
+    row = next(
+        r
+        for r in load_rows(fixture_dir() / "sourcedata_panel_legends_dev.jsonl")
+        if r["id"] == "sourcedata:10.15252/emmm.201404433:Figure 3"
+    )
+    segments = split_caption(row["caption_reconstructed"], row["figure_title"])
+    assert not any(s.labels for s in segments), segments
+    lefts = [s.text for s in segments if s.text.startswith("Left:")]
+    assert [t.split(" ")[:3] for t in lefts] == [["Left:", "Representative", "Western"], ["Left:", "Representative", "microphotographs"]]
+    assert all(t.count("Right:") == 1 for t in lefts), lefts
+    assert not any(s.text.startswith("Right:") for s in segments)
+
+
 def test_places_after_a_lead_still_name_the_panels() -> None:
     # eLife 10.7554/eLife.05502 figure 8 (CC BY, in the demo corpus), shortened: the text before the
     # places is one lead sentence every panel shares, so Left / Center / Right are the panels

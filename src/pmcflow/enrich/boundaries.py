@@ -363,7 +363,7 @@ class BoundaryModel:
         else:
             ranked = sorted(range(len(probs)), key=lambda k: (-probs[k], k))
             chosen = sorted(ranked[: n_panels - 1])
-        return _pieces(spans, chosen)
+        return pieces_between(spans, chosen)
 
     def decided_cuts(self, text: str, start: int, margin: float) -> list[tuple[int, int]] | None:
         """:meth:`cuts` without ``n_panels``, or None when a sentence boundary's probability lies
@@ -374,7 +374,7 @@ class BoundaryModel:
         probs = [self.probability(f) for f in cut_features(text, spans)]
         if any(abs(p - self.threshold) < margin for p in probs):
             return None
-        return _pieces(spans, [k for k, p in enumerate(probs) if p >= self.threshold])
+        return pieces_between(spans, [k for k, p in enumerate(probs) if p >= self.threshold])
 
     def to_json(self, meta: Mapping[str, Any]) -> str:
         doc = {
@@ -385,7 +385,7 @@ class BoundaryModel:
         return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _pieces(spans: Sequence[tuple[int, int]], chosen: Sequence[int]) -> list[tuple[int, int]]:
+def pieces_between(spans: Sequence[tuple[int, int]], chosen: Sequence[int]) -> list[tuple[int, int]]:
     """The spans between the ``chosen`` cuts (cut ``k`` lies between ``spans[k]`` and ``spans[k + 1]``)."""
     out: list[tuple[int, int]] = []
     open_at = spans[0][0]

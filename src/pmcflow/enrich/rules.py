@@ -57,6 +57,7 @@ from pmcflow.enrich.boundaries import (
     BoundaryModel,
     cut_features,
     default_model,
+    pieces_between,
     segment_body,
     sentence_spans,
 )
@@ -1884,23 +1885,60 @@ def split_caption(
     text, floor, segments = _split_labels(caption, title)
     if not text:
         return segments
-    if any(s.labels for s in segments) and not _places_inside_panels(text, floor, segments, model):
-        return _cut_lost_panels(segments, model)
+    places = False
+    if any(s.labels for s in segments):
+        if not _places_inside_panels(text, floor, segments, model):
+            return _cut_lost_panels(segments, model)
+        places = True
     head = [Segment([], text[:floor].strip(), shared=True)] if floor and text[:floor].strip() else []
     body = segment_body(text, floor if head else 0, n_panels=n_panels, model=model)
+    if places and n_panels is None:
+        body = _place_pieces(text, floor, body)
     return head + [Segment([], text[a:b]) for a, b in body]
+
+
+# a place word anywhere in a sentence ("Relative levels of (left) ATP and (right) NADH …")
+_RE_PLACE_WORD = re.compile(rf"(?i)\b{_POSITION_WORDS}\b")
+
+
+def _place_pieces(text: str, floor: int, body: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The panel-boundary model's ``body`` pieces of a legend whose places name parts of its panels
+    (:func:`_places_inside_panels`), mended by the places: a sentence that opens with a later place
+    ("Right:", "Bottom:") continues the panel of the place before it, and one that opens with the
+    first place ("Left:", "Top:") opens a panel ("… similar results. Left: Representative Western
+    blot …. Right: Quantification …. Left: Representative microphotographs …") unless the
+    sentence before it names the places ("Relative levels of (left) ATP and (right) NADH …. Left:
+    Graphs represent …", where the model decides)."""
+    if not body:
+        return list(body)
+    places = {c.start: c.ords[0] for c in _position_candidates(text, floor)}
+    spans = sentence_spans(text, body[0][0])
+    opens = {a for a, _ in body[1:]}
+    chosen = []
+    for k in range(len(spans) - 1):
+        at, place = spans[k + 1][0], places.get(spans[k + 1][0])
+        if place is None or (place == SUB and _RE_PLACE_WORD.search(text, *spans[k])):
+            cut = at in opens
+        else:
+            cut = place == SUB
+        if cut:
+            chosen.append(k)
+    return pieces_between(spans, chosen)
 
 
 def _places_inside_panels(
     text: str, floor: int, segments: Sequence[Segment], model: BoundaryModel | None
 ) -> bool:
     """Whether a caption labelled only by places ("Left: … Right: …") names places inside its panels
-    rather than its panels: the text between the title and the first place already describes panels
-    of its own (the panel-boundary model cuts it; a lead sentence or two that every panel shares is
+    rather than its panels: it names a place twice ("Left: … Right: … Left: … Right: …"), or the
+    text between the title and the first place already describes panels of its own (the panel-boundary model cuts it; a lead sentence or two that every panel shares is
     not cut). Such a legend lost its letters, and the model cuts it as a legend without labels."""
     labelled = [s for s in segments if s.labels]
     if not labelled or any(x not in POSITION_LABELS for s in labelled for x in s.labels):
         return False
+    named = [c.labels[0] for c in _position_candidates(text, floor)]
+    if len(set(named)) < len(named):
+        return True  # a place named twice ("Left: … Right: … Left: … Right: …") is not a panel
     before = text[: text.find(labelled[0].text, floor)]
     spans = sentence_spans(before, floor)
     if len(spans) < 2:
