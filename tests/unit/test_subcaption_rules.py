@@ -1217,19 +1217,21 @@ def test_enrich_stage_gives_each_subfigure_its_figure_count_and_reading_order() 
     assert places["f3/s0"] == places["f3/g1-s0"] == places["f4/s1"] == (None, None)
 
 
+def _split_sourcedata_legend(figure_id: str) -> list:
+    """``split_caption`` of one SourceData dev legend (CC BY 4.0) as the fixture holds it."""
+    from pmcflow.enrich.boundaries import fixture_dir
+    from pmcflow.enrich.evaluate import load_rows
+
+    rows = load_rows(fixture_dir() / "sourcedata_panel_legends_dev.jsonl")
+    row = next(r for r in rows if r["id"] == figure_id)
+    return split_caption(row["caption_reconstructed"], row["figure_title"])
+
+
 def test_places_after_text_that_describes_panels_are_inside_a_panel() -> None:
     # EMBO Mol Med 10.15252/emmm.201404433 figure 4 (CC BY 4.0) as SourceData extracted it: the panel
     # letters were lost, two panels are described before "Left: … Right: …", which name places inside
     # the third one. The legend goes to the panel-boundary model instead of being cut at the places.
-    from pmcflow.enrich.boundaries import fixture_dir
-    from pmcflow.enrich.evaluate import load_rows
-
-    row = next(
-        r
-        for r in load_rows(fixture_dir() / "sourcedata_panel_legends_dev.jsonl")
-        if r["id"] == "sourcedata:10.15252/emmm.201404433:Figure 4"
-    )
-    segments = split_caption(row["caption_reconstructed"], row["figure_title"])
+    segments = _split_sourcedata_legend("sourcedata:10.15252/emmm.201404433:Figure 4")
     assert not any(s.labels for s in segments), segments
     assert [s.text.split(" ")[:2] for s in segments[1:]] == [["Relative", "mRNA"]] * 2 + [["Relative", "levels"]]
     assert segments[-1].text.endswith("(n = 5, Student's t-test).")
@@ -1240,15 +1242,7 @@ def test_places_named_twice_are_inside_panels_and_a_later_place_continues_its_pa
     # letters were lost, and "Left: … Right: …" comes twice, once inside each of the last two panels.
     # A place named twice names no panel: the legend goes to the panel-boundary model, a sentence
     # opening with "Right:" stays in the panel of the "Left:" before it, and each "Left:" opens one.
-    from pmcflow.enrich.boundaries import fixture_dir
-    from pmcflow.enrich.evaluate import load_rows
-
-    row = next(
-        r
-        for r in load_rows(fixture_dir() / "sourcedata_panel_legends_dev.jsonl")
-        if r["id"] == "sourcedata:10.15252/emmm.201404433:Figure 3"
-    )
-    segments = split_caption(row["caption_reconstructed"], row["figure_title"])
+    segments = _split_sourcedata_legend("sourcedata:10.15252/emmm.201404433:Figure 3")
     assert not any(s.labels for s in segments), segments
     lefts = [s.text for s in segments if s.text.startswith("Left:")]
     assert [t.split(" ")[:3] for t in lefts] == [["Left:", "Representative", "Western"], ["Left:", "Representative", "microphotographs"]]
