@@ -151,7 +151,9 @@ def test_cross_validation_by_article() -> None:
     at = cv["thresholds"][f"{B.THRESHOLD:g}"]
     # measured: 0.818 of the held-out folds' gold segments, 0.565 of the label-less legends' ones
     # (0.812 / 0.544 before an opening such as "qRT-PCR …" or "mRNA …" stopped counting as lower
-    # case; 0.808 / 0.531 before places named twice were read as inside panels; 0.804 before a bracket glued to a sentence's period closed it, "ELISA.(n=3) The …"; 0.800 / 0.517 before places after text that describes panels were read as inside a panel,
+    # case; 0.808 / 0.531 before places named twice were read as inside panels; 0.804 before a
+    # bracket glued to a sentence's period closed it, "ELISA.(n=3) The …"; 0.800 / 0.517 before
+    # places after text that describes panels were read as inside a panel,
     # 0.785 before labelled segments were cut by the count of panels their letters say they lost,
     # 0.773 / 0.490 before labelled segments that lost a panel were cut; 0.748 / 0.435 without the
     # panel-noun and acronym features, 0.08 with the body uncut)

@@ -1245,7 +1245,10 @@ def test_places_named_twice_are_inside_panels_and_a_later_place_continues_its_pa
     segments = _split_sourcedata_legend("sourcedata:10.15252/emmm.201404433:Figure 3")
     assert not any(s.labels for s in segments), segments
     lefts = [s.text for s in segments if s.text.startswith("Left:")]
-    assert [t.split(" ")[:3] for t in lefts] == [["Left:", "Representative", "Western"], ["Left:", "Representative", "microphotographs"]]
+    assert [t.split(" ")[:3] for t in lefts] == [
+        ["Left:", "Representative", "Western"],
+        ["Left:", "Representative", "microphotographs"],
+    ]
     assert all(t.count("Right:") == 1 for t in lefts), lefts
     assert not any(s.text.startswith("Right:") for s in segments)
 

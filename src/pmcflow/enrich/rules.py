@@ -1914,7 +1914,7 @@ def _place_pieces(text: str, floor: int, body: Sequence[tuple[int, int]]) -> lis
     places = {c.start: c.ords[0] for c in _position_candidates(text, floor)}
     spans = sentence_spans(text, body[0][0])
     opens = {a for a, _ in body[1:]}
-    chosen = []
+    chosen: list[int] = []
     for k in range(len(spans) - 1):
         at, place = spans[k + 1][0], places.get(spans[k + 1][0])
         if place is None or (place == SUB and _RE_PLACE_WORD.search(text, *spans[k])):
@@ -1931,8 +1931,9 @@ def _places_inside_panels(
 ) -> bool:
     """Whether a caption labelled only by places ("Left: … Right: …") names places inside its panels
     rather than its panels: it names a place twice ("Left: … Right: … Left: … Right: …"), or the
-    text between the title and the first place already describes panels of its own (the panel-boundary model cuts it; a lead sentence or two that every panel shares is
-    not cut). Such a legend lost its letters, and the model cuts it as a legend without labels."""
+    text between the title and the first place already describes panels of its own (the
+    panel-boundary model cuts it; a lead sentence or two that every panel shares is not cut).
+    Such a legend lost its letters, and the model cuts it as a legend without labels."""
     labelled = [s for s in segments if s.labels]
     if not labelled or any(x not in POSITION_LABELS for s in labelled for x in s.labels):
         return False
@@ -2398,8 +2399,8 @@ def assign_detailed(
 # pieces right / assigned 27/31 with no margin, 26/28 with 0.02, 17/19 with 0.05, 15/17 with 0.1
 # (the model before openings such as "qRT-PCR …" stopped counting as lower case: 27/31, 26/28,
 # 26/28, 15/17 -- the nine panels of emmm.202012834 fig. 4 now have a boundary at 0.52 in their
-# fold; 0.02 does for both models what 0.05 did for the old one). It also keeps "Title. This figure presents X. We expect Y." (p = 0.51 between
-# them) whole
+# fold; 0.02 does for both models what 0.05 did for the old one). It also keeps "Title. This
+# figure presents X. We expect Y." (p = 0.51 between them) whole
 ORDER_MARGIN = 0.02
 
 
