@@ -1891,9 +1891,11 @@ def split_caption(
             return _cut_lost_panels(segments, model)
         places = True
     head = [Segment([], text[:floor].strip(), shared=True)] if floor and text[:floor].strip() else []
-    body = segment_body(text, floor if head else 0, n_panels=n_panels, model=model)
+    start = floor if head else 0
     if places and n_panels is None:
-        body = _place_pieces(text, floor, body)
+        body = _place_pieces(text, start, floor, model)
+    else:
+        body = segment_body(text, start, n_panels=n_panels, model=model)
     return head + [Segment([], text[a:b]) for a, b in body]
 
 
@@ -1901,24 +1903,25 @@ def split_caption(
 _RE_PLACE_WORD = re.compile(rf"(?i)\b{_POSITION_WORDS}\b")
 
 
-def _place_pieces(text: str, floor: int, body: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The panel-boundary model's ``body`` pieces of a legend whose places name parts of its panels
-    (:func:`_places_inside_panels`), mended by the places: a sentence that opens with a later place
-    ("Right:", "Bottom:") continues the panel of the place before it, and one that opens with the
-    first place ("Left:", "Top:") opens a panel ("… similar results. Left: Representative Western
-    blot …. Right: Quantification …. Left: Representative microphotographs …") unless the
-    sentence before it names the places ("Relative levels of (left) ATP and (right) NADH …. Left:
-    Graphs represent …", where the model decides)."""
-    if not body:
-        return list(body)
+def _place_pieces(text: str, start: int, floor: int, model: BoundaryModel | None) -> list[tuple[int, int]]:
+    """Panel spans of the body (from ``start``) of a legend whose places name parts of its panels
+    (:func:`_places_inside_panels`): the panel-boundary model's cuts, mended by the places. A
+    sentence that opens with a later place ("Right:", "Bottom:") continues the panel of the place
+    before it, and one that opens with the first place ("Left:", "Top:") opens a panel ("… similar
+    results. Left: Representative Western blot …. Right: Quantification …. Left: Representative
+    microphotographs …") unless the sentence before it names the places ("Relative levels of
+    (left) ATP and (right) NADH …. Left: Graphs represent …", where the model decides)."""
+    spans = sentence_spans(text, start)
+    if not spans:
+        return []
+    m = model or default_model()
+    probs = m.probabilities(text, spans)
     places = {c.start: c.ords[0] for c in _position_candidates(text, floor)}
-    spans = sentence_spans(text, body[0][0])
-    opens = {a for a, _ in body[1:]}
     chosen: list[int] = []
-    for k in range(len(spans) - 1):
-        at, place = spans[k + 1][0], places.get(spans[k + 1][0])
+    for k, p in enumerate(probs):
+        place = places.get(spans[k + 1][0])
         if place is None or (place == SUB and _RE_PLACE_WORD.search(text, *spans[k])):
-            cut = at in opens
+            cut = p >= m.threshold
         else:
             cut = place == SUB
         if cut:
