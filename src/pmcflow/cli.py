@@ -60,6 +60,7 @@ register("filter-chunk", "pmcflow.filter.stage", "cli", "Filter one chunk's enri
 register("report", "pmcflow.report", "cli", "Execute a report notebook (papermill) and write self-contained HTML.")
 register("report-screenshots", "pmcflow.report.screenshot", "cli", "Screenshot rendered report pages with a headless Chromium.")
 register("split-caption", "pmcflow.enrich.subcaption", "cli", "Split captions (JSON lines on stdin) into labelled segments.")
+register("eval-subcaptions", "pmcflow.enrich.evaluate", "cli", "Score caption splitting against gold panel segmentations (JSON lines).")
 
 
 def _usage() -> str:

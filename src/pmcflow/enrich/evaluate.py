@@ -32,9 +32,11 @@ sees a ``test`` article: ``split_of(doi)``.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +48,7 @@ from pmcflow.enrich.rules import (
     Segment,
     assign_by_order,
     order_pieces,
+    segments_to_json,
     shared_text,
     split_caption,
 )
@@ -156,22 +159,29 @@ def evaluate_splitter(
     *,
     include_baseline: bool = True,
     panels_hint: bool = False,
+    predicted: Sequence[Sequence[Segment]] | None = None,
 ) -> dict[str, Any]:
     """Scores per split (``dev``, ``test``, ``all``) plus the reference points; see module doc.
 
     ``panels_hint``: pass each legend's panel count (``n_panels_sourcedata``) to the splitter as
     ``n_panels``, as the pipeline knows the number of subfigures the detector found.
+    ``predicted``: each row's segments, already made (another system's output; one per row, in
+    order), instead of calling ``splitter``.
     """
     rows = list(rows)
+    if predicted is not None and len(predicted) != len(rows):
+        raise ValueError(f"{len(predicted)} predictions for {len(rows)} rows")
     per_split: dict[str, list[FigureScore]] = {"dev": [], "test": [], "all": []}
     base_split: dict[str, list[FigureScore]] = {"dev": [], "test": [], "all": []}
     marked: dict[str, list[FigureScore]] = {"dev": [], "test": [], "all": []}
     labelled = {"dev": [0, 0], "test": [0, 0], "all": [0, 0]}
-    for r in rows:
+    for k, r in enumerate(rows):
         split = split_of(str(r["doi"]))
         title = r.get("figure_title")
         gold = r["subcaptions"]
-        if panels_hint:
+        if predicted is not None:
+            raw = list(predicted[k])
+        elif panels_hint:
             raw = splitter(r["caption_reconstructed"], title, n_panels=int(r["n_panels_sourcedata"]))  # type: ignore[call-arg]
         else:
             raw = splitter(r["caption_reconstructed"], title)
@@ -293,9 +303,11 @@ def predicted_label_set(segments: Sequence[Segment]) -> set[str]:
     return {lab.lower() for s in segments for lab in s.labels if lab.lower() not in POSITION_LABELS}
 
 
-def _labelwise_one(row: Mapping[str, Any], splitter: Splitter) -> dict[str, Any]:
+def _labelwise_one(
+    row: Mapping[str, Any], splitter: Splitter, predicted: Sequence[Segment] | None = None
+) -> dict[str, Any]:
     gold = row["gold"]
-    split = splitter(row["caption"], row.get("title"))
+    split = list(predicted) if predicted is not None else splitter(row["caption"], row.get("title"))
     pred_set = predicted_label_set(split)
     gold_set = {str(x).lower() for x in gold["labels"]}
     gold_segments = [{"text": g["text"], "labels_heuristic": g["labels"]} for g in gold["segments"]]
@@ -310,7 +322,7 @@ def _labelwise_one(row: Mapping[str, Any], splitter: Splitter) -> dict[str, Any]
     else:
         kind = "extra_or_different"
     shared_f1: float | None = None
-    if gold_set:
+    if gold_set and gold.get("shared_text") is not None:
         pred_shared, gold_shared = normalize_ws(shared_text(split)), normalize_ws(gold["shared_text"])
         shared_f1 = 1.0 if not pred_shared and not gold_shared else token_f1(pred_shared, gold_shared)
     return {"kind": kind, "score": sc, "shared_f1": shared_f1, "labelled": bool(gold_set), "predicted": pred_set}
@@ -339,14 +351,24 @@ def _summarise_labelwise(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def evaluate_labelwise(
-    rows: Iterable[Mapping[str, Any]], splitter: Splitter = split_caption, *, include_baseline: bool = True
+    rows: Iterable[Mapping[str, Any]],
+    splitter: Splitter = split_caption,
+    *,
+    include_baseline: bool = True,
+    predicted: Sequence[Sequence[Segment]] | None = None,
 ) -> dict[str, Any]:
-    """Scores per split (``dev``/``test`` by article, ``all``) on the label-wise PMC set."""
+    """Scores per split (``dev``/``test`` by article, ``all``) on the label-wise PMC set.
+
+    ``predicted``: each row's segments, already made, instead of calling ``splitter`` (as in
+    :func:`evaluate_splitter`)."""
+    rows = list(rows)
+    if predicted is not None and len(predicted) != len(rows):
+        raise ValueError(f"{len(predicted)} predictions for {len(rows)} rows")
     per: dict[str, list[dict[str, Any]]] = {"dev": [], "test": [], "all": []}
     base: dict[str, list[dict[str, Any]]] = {"dev": [], "test": [], "all": []}
-    for r in rows:
+    for k, r in enumerate(rows):
         split = split_of(str(r["article"]))
-        one = _labelwise_one(r, splitter)
+        one = _labelwise_one(r, splitter, None if predicted is None else predicted[k])
         per[split].append(one)
         per["all"].append(one)
         if include_baseline:
@@ -374,3 +396,360 @@ def labelwise_errors(
         if one["kind"] != "ok":
             out.append((str(r["id"]), one["kind"], one["predicted"], {str(x).lower() for x in r["gold"]["labels"]}))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# pmcflow eval-subcaptions: both measures on any gold file, for the rules or another system
+# ---------------------------------------------------------------------------------------------
+# A gold line is one of three forms, told apart by its keys:
+#
+# * SourceData panels: ``caption_reconstructed`` + ``subcaptions`` ([{text, labels_heuristic}]),
+#   optional ``figure_title``, ``doi``, ``n_panels_sourcedata`` (tests/fixtures/subcaptions).
+# * label-wise: ``caption`` + ``gold`` ({labels, segments: [{labels, text}], shared_text}),
+#   optional ``title``, ``article`` (the PMC-style sets of tests/fixtures/subcaptions).
+# * the ``split-caption`` contract: ``caption`` + ``segments`` ([{labels, text}]) and/or
+#   ``labels`` (a label set alone, as HES-SO/NLM gives it), optional ``title``, ``shared_text``,
+#   ``n_panels``, ``article``/``doi``.
+#
+# Segments that all carry labels are scored label-wise (label set, labelled segments matched,
+# shared text); gold with unlabelled panels is scored as SourceData is (every panel matched on
+# text, the lead included among the candidates).
+
+PANELS = "panels"
+LABEL_WISE = "label_wise"
+
+
+@dataclass
+class GoldRow:
+    """One scored gold line, in the form :func:`evaluate_splitter` (``PANELS``) or
+    :func:`evaluate_labelwise` (``LABEL_WISE``) reads."""
+
+    file: str
+    line: int
+    kind: str
+    row: dict[str, Any]
+    caption: str
+    title: str | None
+    n_panels: int | None
+
+
+def _label_list(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(x, str) and x.strip() for x in value):
+        raise ValueError(f"{what} must be a list of non-empty strings")
+    return [x.strip().lower() for x in value]
+
+
+def _gold_segment_list(value: Any, what: str, *, labels_key: str = "labels") -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise ValueError(f"{what} must be a list")
+    out: list[dict[str, Any]] = []
+    for k, seg in enumerate(value):
+        if not isinstance(seg, dict) or not isinstance(seg.get("text"), str) or not seg["text"].strip():
+            raise ValueError(f'{what}[{k}] must be an object with a non-empty string "text"')
+        out.append({"text": seg["text"], "labels": _label_list(seg.get(labels_key) or [], f"{what}[{k}].{labels_key}")})
+    return out
+
+
+def _optional_str(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f'"{key}" must be a string')
+    return value or None
+
+
+def _positive_int(obj: Mapping[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'"{key}" must be a positive integer, not {value!r}')
+    return value
+
+
+def gold_row(obj: Any, file: str, line: int) -> GoldRow:
+    """One gold line in any of the three forms above; ``ValueError`` with the reason otherwise."""
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    ident = str(obj.get("id") or f"{file}:{line}")
+    # what --by-split hashes: the article, as the project's sets are split (SourceData by DOI)
+    key = str(obj.get("article") or obj.get("doi") or ident)
+    if "caption_reconstructed" in obj or "subcaptions" in obj:
+        key = str(obj.get("doi") or key)
+        caption = obj.get("caption_reconstructed")
+        if not isinstance(caption, str) or not caption.strip():
+            raise ValueError('SourceData form: missing or empty string "caption_reconstructed"')
+        title = _optional_str(obj, "figure_title")
+        panels = _gold_segment_list(obj.get("subcaptions"), '"subcaptions"', labels_key="labels_heuristic")
+        n_panels = _positive_int(obj, "n_panels_sourcedata")
+    else:
+        caption = obj.get("caption")
+        if not isinstance(caption, str) or not caption.strip():
+            raise ValueError('missing or empty string "caption"')
+        title = _optional_str(obj, "title")
+        if "gold" in obj:
+            gold = obj["gold"]
+            if not isinstance(gold, dict):
+                raise ValueError('"gold" must be an object')
+            segments = _gold_segment_list(gold.get("segments", []), '"gold.segments"')
+            labels = _label_list(gold.get("labels", []), '"gold.labels"')
+            shared: str | None = _optional_str(gold, "shared_text") or ""
+        elif "segments" in obj or "labels" in obj:
+            segments = _gold_segment_list(obj.get("segments", []), '"segments"')
+            # no "shared_text": the gold does not say, and the shared text is not scored
+            shared = _optional_str(obj, "shared_text") or "" if "shared_text" in obj else None
+            if "labels" in obj:
+                labels = _label_list(obj["labels"], '"labels"')
+            else:
+                labels = list(dict.fromkeys(lab for s in segments for lab in s["labels"]))
+            if segments and any(not s["labels"] for s in segments):
+                panels = segments
+                n_panels = _positive_int(obj, "n_panels")
+                return GoldRow(
+                    file, line, PANELS, _panels_row(ident, key, caption, title, panels, n_panels), caption, title,
+                    n_panels or len(panels),
+                )
+        else:
+            raise ValueError('no gold: give "subcaptions" (SourceData), "gold" (label-wise), "segments" or "labels"')
+        row = {
+            "id": ident,
+            "article": key,
+            "caption": caption,
+            "title": title,
+            "gold": {"labels": labels, "segments": segments, "shared_text": shared},
+        }
+        return GoldRow(file, line, LABEL_WISE, row, caption, title, _positive_int(obj, "n_panels"))
+    if not panels:
+        raise ValueError('"subcaptions" is empty')
+    return GoldRow(
+        file, line, PANELS, _panels_row(ident, key, caption, title, panels, n_panels), caption, title,
+        n_panels or len(panels),
+    )
+
+
+def _panels_row(
+    ident: str, key: str, caption: str, title: str | None, panels: Sequence[Mapping[str, Any]], n_panels: int | None
+) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "doi": key,
+        "figure_title": title,
+        "caption_reconstructed": caption,
+        "subcaptions": [{"text": p["text"], "labels_heuristic": p["labels"]} for p in panels],
+        "n_panels_sourcedata": n_panels or len(panels),
+    }
+
+
+def contract_segments(record: Any, title: str | None) -> list[Segment]:
+    """A ``split-caption`` output line (``{"segments": […], "shared_text": …}``) as the segment list
+    the splitter gives: the title, the rest of the shared text, then the panel segments.
+
+    Scoring these gives the scores of the splitter itself (the title is cut off the shared text
+    as :func:`split_caption` cuts it off the caption).
+    """
+    from pmcflow.enrich.rules import segments_from_json
+
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    items = record.get("segments")
+    if not isinstance(items, list) or not all(
+        isinstance(it, dict) and isinstance(it.get("text"), str) for it in items
+    ):
+        raise ValueError('"segments" must be a list of objects with a string "text"')
+    shared = record.get("shared_text") or ""
+    if not isinstance(shared, str):
+        raise ValueError('"shared_text" must be a string')
+    segments = segments_from_json(items)
+    unlabelled = not any(s.labels for s in segments)
+    shared = normalize_ws(shared)
+    t = normalize_ws(title) if title else ""
+    out: list[Segment] = []
+    if t and shared.startswith(t):
+        out.append(Segment([], t, shared=unlabelled))
+        shared = shared[len(t) :].strip()
+    if shared:
+        out.append(Segment([], shared, shared=unlabelled))
+    return out + segments
+
+
+def _split_input(g: GoldRow, use_n_panels: bool) -> dict[str, Any]:
+    """The ``split-caption`` input line for a gold row."""
+    line: dict[str, Any] = {"caption": g.caption}
+    if g.title:
+        line["title"] = g.title
+    if use_n_panels and g.kind == PANELS and g.n_panels:
+        line["n_panels"] = g.n_panels
+    return line
+
+
+def _row_details(g: GoldRow, predicted: Sequence[Segment]) -> dict[str, Any] | None:
+    """The figure's gold and predicted segments with each gold one's best F1, when any gold
+    segment is missed (or, label-wise, the label set is wrong); ``None`` for a perfect figure."""
+    if g.kind == PANELS:
+        pred = panel_segments(predicted, g.title)
+        gold = g.row["subcaptions"]
+        sc = score_figure(str(g.row["id"]), pred, gold)
+        label_kind = None
+    else:
+        one = _labelwise_one(g.row, split_caption, predicted)
+        pred = [s for s in predicted if s.labels]
+        gold = [{"text": s["text"], "labels_heuristic": s["labels"]} for s in g.row["gold"]["segments"]]
+        sc = one["score"]
+        label_kind = one["kind"]
+    f1 = sc.f1 if sc is not None else []
+    if all(x >= MATCH_F1 for x in f1) and label_kind in (None, "ok"):
+        return None
+    out: dict[str, Any] = {"file": g.file, "line": g.line, "id": g.row["id"], "kind": g.kind}
+    if label_kind is not None:
+        out["label_set"] = label_kind
+        out["gold_labels"] = sorted(g.row["gold"]["labels"])
+        out["predicted_labels"] = sorted(predicted_label_set(predicted))
+    out["gold"] = [
+        {"labels": list(x.get("labels_heuristic") or []), "text": x["text"], "f1": round(f, 4)}
+        for x, f in zip(gold, f1, strict=True)
+    ]
+    out["predicted"] = segments_to_json(pred)
+    return out
+
+
+def _score(
+    gold: Sequence[GoldRow], predicted: Sequence[Sequence[Segment]], *, baseline: bool, by_split: bool
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind, evaluate in ((PANELS, evaluate_splitter), (LABEL_WISE, evaluate_labelwise)):
+        idx = [k for k, g in enumerate(gold) if g.kind == kind]
+        if not idx:
+            continue
+        res = evaluate(  # type: ignore[operator]
+            [gold[k].row for k in idx], include_baseline=baseline, predicted=[predicted[k] for k in idx]
+        )
+        out[kind] = res if by_split else res["all"]
+    return out
+
+
+def _read_jsonl(path: str) -> list[tuple[int, str]]:
+    with open(path, encoding="utf-8") as fh:
+        return [(n, line) for n, line in enumerate(fh, start=1) if line.strip()]
+
+
+def cli(argv: Sequence[str] | None = None) -> int:
+    """``pmcflow eval-subcaptions``: the splitter's two measures on gold files of real captions.
+
+    Prints one JSON object: per gold file (and pooled, for several) the SourceData-style measure
+    (``panels``: gold segments matched at token F1 >= 0.9) and the label-wise ones (``label_wise``:
+    figures whose label set equals the gold one, labelled segments matched, shared-text F1), the
+    lines read and scored, and every rejected line with its reason. Exit code 1 when a line was
+    rejected, 2 when a file cannot be read or the predictions do not line up with the gold.
+    """
+    parser = argparse.ArgumentParser(
+        prog="pmcflow eval-subcaptions",
+        description="Score caption splitting against gold panel segmentations (JSON lines): the rule "
+        "splitter, or another system's split-caption output given with --predictions.",
+    )
+    parser.add_argument("gold", nargs="+", help="gold JSON-lines files (SourceData, label-wise or split-caption form)")
+    parser.add_argument(
+        "--predictions",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="split-caption output for a gold file, one line per non-blank gold line (once per gold file, "
+        "in the same order); default: run the rule splitter",
+    )
+    parser.add_argument(
+        "--n-panels",
+        action="store_true",
+        help="give the splitter each figure's panel count (n_panels, n_panels_sourcedata or the gold "
+        "panels), as the pipeline gives it the detected subfigures",
+    )
+    parser.add_argument("--baseline", action="store_true", help="also score the one-regex and no-split baselines")
+    parser.add_argument(
+        "--by-split",
+        action="store_true",
+        help="also score the project's dev/test halves (by a hash of each row's doi/article)",
+    )
+    parser.add_argument("--errors", metavar="FILE", help="write the figures with a miss as JSON lines")
+    parser.add_argument(
+        "--write-inputs",
+        metavar="FILE",
+        help="write the split-caption input lines for the gold (caption, title, n_panels with --n-panels) and exit",
+    )
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.predictions is not None and len(args.predictions) != len(args.gold):
+        parser.error(f"--predictions given {len(args.predictions)} times for {len(args.gold)} gold file(s)")
+    if args.write_inputs and args.predictions:
+        parser.error("--write-inputs and --predictions exclude each other")
+
+    per_file: list[tuple[str, int, list[GoldRow], list[list[Segment]]]] = []
+    rejected: list[dict[str, Any]] = []
+    inputs: list[dict[str, Any]] = []
+    for n, path in enumerate(args.gold):
+        try:
+            lines = _read_jsonl(path)
+            preds = _read_jsonl(args.predictions[n]) if args.predictions else None
+        except OSError as exc:
+            print(f"pmcflow eval-subcaptions: {exc}", file=sys.stderr)
+            return 2
+        if preds is not None and len(preds) != len(lines):
+            print(
+                f"pmcflow eval-subcaptions: {args.predictions[n]} has {len(preds)} lines for the "
+                f"{len(lines)} of {path}",
+                file=sys.stderr,
+            )
+            return 2
+        rows: list[GoldRow] = []
+        predicted: list[list[Segment]] = []
+        for k, (lineno, text) in enumerate(lines):
+            try:
+                g = gold_row(json.loads(text), path, lineno)
+            except ValueError as exc:
+                rejected.append({"file": path, "line": lineno, "reason": f"gold: {exc}"})
+                continue
+            if args.write_inputs:
+                inputs.append(_split_input(g, args.n_panels))
+                continue
+            if preds is not None:
+                try:
+                    segs = contract_segments(json.loads(preds[k][1]), g.title)
+                except ValueError as exc:
+                    rejected.append({"file": path, "line": lineno, "reason": f"prediction line {preds[k][0]}: {exc}"})
+                    continue
+            else:
+                n_panels = g.n_panels if args.n_panels and g.kind == PANELS else None
+                segs = split_caption(g.caption, g.title, n_panels=n_panels)
+            rows.append(g)
+            predicted.append(segs)
+        per_file.append((path, len(lines), rows, predicted))
+    for r in rejected:
+        print(f"pmcflow eval-subcaptions: {r['file']}:{r['line']}: {r['reason']}", file=sys.stderr)
+    if args.write_inputs:
+        with open(args.write_inputs, "w", encoding="utf-8") as fh:
+            for line in inputs:
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        return 1 if rejected else 0
+
+    result: dict[str, Any] = {
+        "splitter": "predictions" if args.predictions else "rules",
+        "n_panels": bool(args.n_panels),
+        "files": {},
+        "rejected": rejected,
+    }
+    for path, n_lines, rows, predicted in per_file:
+        entry: dict[str, Any] = {
+            "lines": n_lines,
+            "scored": len(rows),
+            "rejected": sum(r["file"] == path for r in rejected),
+        }
+        entry.update(_score(rows, predicted, baseline=args.baseline, by_split=args.by_split))
+        result["files"][path] = entry
+    if len(per_file) > 1:
+        all_rows = [g for _, _, rows, _ in per_file for g in rows]
+        all_pred = [p for _, _, _, predicted in per_file for p in predicted]
+        result["pooled"] = _score(all_rows, all_pred, baseline=args.baseline, by_split=args.by_split)
+    if args.errors:
+        with open(args.errors, "w", encoding="utf-8") as fh:
+            for _, _, rows, predicted in per_file:
+                for g, segs in zip(rows, predicted, strict=True):
+                    details = _row_details(g, segs)
+                    if details is not None:
+                        fh.write(json.dumps(details, ensure_ascii=False) + "\n")
+    print(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    return 1 if rejected else 0
