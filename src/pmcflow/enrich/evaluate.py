@@ -471,59 +471,57 @@ def gold_row(obj: Any, file: str, line: int) -> GoldRow:
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
     ident = str(obj.get("id") or f"{file}:{line}")
-    # what --by-split hashes: the article, as the project's sets are split (SourceData by DOI)
-    key = str(obj.get("article") or obj.get("doi") or ident)
     if "caption_reconstructed" in obj or "subcaptions" in obj:
-        key = str(obj.get("doi") or key)
-        caption = obj.get("caption_reconstructed")
-        if not isinstance(caption, str) or not caption.strip():
-            raise ValueError('SourceData form: missing or empty string "caption_reconstructed"')
-        title = _optional_str(obj, "figure_title")
-        panels = _gold_segment_list(obj.get("subcaptions"), '"subcaptions"', labels_key="labels_heuristic")
-        n_panels = _positive_int(obj, "n_panels_sourcedata")
-    else:
-        caption = obj.get("caption")
-        if not isinstance(caption, str) or not caption.strip():
-            raise ValueError('missing or empty string "caption"')
-        title = _optional_str(obj, "title")
-        if "gold" in obj:
-            gold = obj["gold"]
-            if not isinstance(gold, dict):
-                raise ValueError('"gold" must be an object')
-            segments = _gold_segment_list(gold.get("segments", []), '"gold.segments"')
-            labels = _label_list(gold.get("labels", []), '"gold.labels"')
-            shared: str | None = _optional_str(gold, "shared_text") or ""
-        elif "segments" in obj or "labels" in obj:
-            segments = _gold_segment_list(obj.get("segments", []), '"segments"')
-            # no "shared_text": the gold does not say, and the shared text is not scored
-            shared = _optional_str(obj, "shared_text") or "" if "shared_text" in obj else None
-            if "labels" in obj:
-                labels = _label_list(obj["labels"], '"labels"')
-            else:
-                labels = list(dict.fromkeys(lab for s in segments for lab in s["labels"]))
-            if segments and any(not s["labels"] for s in segments):
-                panels = segments
-                n_panels = _positive_int(obj, "n_panels")
-                return GoldRow(
-                    file, line, PANELS, _panels_row(ident, key, caption, title, panels, n_panels), caption, title,
-                    n_panels or len(panels),
-                )
+        return _sourcedata_gold(obj, file, line, ident)
+    caption = obj.get("caption")
+    if not isinstance(caption, str) or not caption.strip():
+        raise ValueError('missing or empty string "caption"')
+    title = _optional_str(obj, "title")
+    # what --by-split hashes: the article, as the project's label-wise sets are split
+    key = str(obj.get("article") or obj.get("doi") or ident)
+    if "gold" in obj:
+        gold = obj["gold"]
+        if not isinstance(gold, dict):
+            raise ValueError('"gold" must be an object')
+        segments = _gold_segment_list(gold.get("segments", []), '"gold.segments"')
+        labels = _label_list(gold.get("labels", []), '"gold.labels"')
+        shared: str | None = _optional_str(gold, "shared_text") or ""
+    elif "segments" in obj or "labels" in obj:
+        segments = _gold_segment_list(obj.get("segments", []), '"segments"')
+        n_panels = _positive_int(obj, "n_panels")
+        if any(not s["labels"] for s in segments):  # panels that carry no label: scored on text
+            row = _panels_row(ident, key, caption, title, segments, n_panels)
+            return GoldRow(file, line, PANELS, row, caption, title, n_panels or len(segments))
+        if "labels" in obj:
+            labels = _label_list(obj["labels"], '"labels"')
         else:
-            raise ValueError('no gold: give "subcaptions" (SourceData), "gold" (label-wise), "segments" or "labels"')
-        row = {
-            "id": ident,
-            "article": key,
-            "caption": caption,
-            "title": title,
-            "gold": {"labels": labels, "segments": segments, "shared_text": shared},
-        }
-        return GoldRow(file, line, LABEL_WISE, row, caption, title, _positive_int(obj, "n_panels"))
+            labels = list(dict.fromkeys(lab for s in segments for lab in s["labels"]))
+        # without a "shared_text" the gold does not say it, and it is not scored
+        shared = (_optional_str(obj, "shared_text") or "") if "shared_text" in obj else None
+    else:
+        raise ValueError('no gold: give "subcaptions" (SourceData), "gold" (label-wise), "segments" or "labels"')
+    row = {
+        "id": ident,
+        "article": key,
+        "caption": caption,
+        "title": title,
+        "gold": {"labels": labels, "segments": segments, "shared_text": shared},
+    }
+    return GoldRow(file, line, LABEL_WISE, row, caption, title, _positive_int(obj, "n_panels"))
+
+
+def _sourcedata_gold(obj: Mapping[str, Any], file: str, line: int, ident: str) -> GoldRow:
+    caption = obj.get("caption_reconstructed")
+    if not isinstance(caption, str) or not caption.strip():
+        raise ValueError('SourceData form: missing or empty string "caption_reconstructed"')
+    title = _optional_str(obj, "figure_title")
+    panels = _gold_segment_list(obj.get("subcaptions"), '"subcaptions"', labels_key="labels_heuristic")
     if not panels:
         raise ValueError('"subcaptions" is empty')
-    return GoldRow(
-        file, line, PANELS, _panels_row(ident, key, caption, title, panels, n_panels), caption, title,
-        n_panels or len(panels),
-    )
+    n_panels = _positive_int(obj, "n_panels_sourcedata")
+    # what --by-split hashes: the DOI, as the SourceData legends are split
+    row = _panels_row(ident, str(obj.get("doi") or obj.get("article") or ident), caption, title, panels, n_panels)
+    return GoldRow(file, line, PANELS, row, caption, title, n_panels or len(panels))
 
 
 def _panels_row(
