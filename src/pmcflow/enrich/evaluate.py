@@ -47,7 +47,9 @@ from pmcflow.enrich.rules import (
     POSITION_LABELS,
     Segment,
     assign_by_order,
+    n_panels_from_json,
     order_pieces,
+    segments_from_json,
     segments_to_json,
     shared_text,
     split_caption,
@@ -325,7 +327,15 @@ def _labelwise_one(
     if gold_set and gold.get("shared_text") is not None:
         pred_shared, gold_shared = normalize_ws(shared_text(split)), normalize_ws(gold["shared_text"])
         shared_f1 = 1.0 if not pred_shared and not gold_shared else token_f1(pred_shared, gold_shared)
-    return {"kind": kind, "score": sc, "shared_f1": shared_f1, "labelled": bool(gold_set), "predicted": pred_set}
+    return {
+        "kind": kind,
+        "score": sc,
+        "shared_f1": shared_f1,
+        "labelled": bool(gold_set),
+        "predicted": pred_set,
+        "gold_segments": gold_segments,
+        "panel_segments": panel,
+    }
 
 
 def _summarise_labelwise(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -430,7 +440,11 @@ class GoldRow:
     row: dict[str, Any]
     caption: str
     title: str | None
-    n_panels: int | None
+
+    @property
+    def n_panels(self) -> int | None:
+        """The panel count ``--n-panels`` gives the splitter: only legends scored as panels."""
+        return int(self.row["n_panels_sourcedata"]) if self.kind == PANELS else None
 
 
 def _label_list(value: Any, what: str) -> list[str]:
@@ -457,15 +471,6 @@ def _optional_str(obj: Mapping[str, Any], key: str) -> str | None:
     return value or None
 
 
-def _positive_int(obj: Mapping[str, Any], key: str) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f'"{key}" must be a positive integer, not {value!r}')
-    return value
-
-
 def gold_row(obj: Any, file: str, line: int) -> GoldRow:
     """One gold line in any of the three forms above; ``ValueError`` with the reason otherwise."""
     if not isinstance(obj, dict):
@@ -486,12 +491,12 @@ def gold_row(obj: Any, file: str, line: int) -> GoldRow:
         segments = _gold_segment_list(gold.get("segments", []), '"gold.segments"')
         labels = _label_list(gold.get("labels", []), '"gold.labels"')
         shared: str | None = _optional_str(gold, "shared_text") or ""
+        n_panels_from_json(obj)  # checked, though a label-wise gold is split without it
     elif "segments" in obj or "labels" in obj:
         segments = _gold_segment_list(obj.get("segments", []), '"segments"')
-        n_panels = _positive_int(obj, "n_panels")
+        n_panels = n_panels_from_json(obj)
         if any(not s["labels"] for s in segments):  # panels that carry no label: scored on text
-            row = _panels_row(ident, key, caption, title, segments, n_panels)
-            return GoldRow(file, line, PANELS, row, caption, title, n_panels or len(segments))
+            return GoldRow(file, line, PANELS, _panels_row(ident, key, caption, title, segments, n_panels), caption, title)
         if "labels" in obj:
             labels = _label_list(obj["labels"], '"labels"')
         else:
@@ -507,7 +512,7 @@ def gold_row(obj: Any, file: str, line: int) -> GoldRow:
         "title": title,
         "gold": {"labels": labels, "segments": segments, "shared_text": shared},
     }
-    return GoldRow(file, line, LABEL_WISE, row, caption, title, _positive_int(obj, "n_panels"))
+    return GoldRow(file, line, LABEL_WISE, row, caption, title)
 
 
 def _sourcedata_gold(obj: Mapping[str, Any], file: str, line: int, ident: str) -> GoldRow:
@@ -518,10 +523,10 @@ def _sourcedata_gold(obj: Mapping[str, Any], file: str, line: int, ident: str) -
     panels = _gold_segment_list(obj.get("subcaptions"), '"subcaptions"', labels_key="labels_heuristic")
     if not panels:
         raise ValueError('"subcaptions" is empty')
-    n_panels = _positive_int(obj, "n_panels_sourcedata")
+    n_panels = n_panels_from_json(obj, "n_panels_sourcedata")
     # what --by-split hashes: the DOI, as the SourceData legends are split
     row = _panels_row(ident, str(obj.get("doi") or obj.get("article") or ident), caption, title, panels, n_panels)
-    return GoldRow(file, line, PANELS, row, caption, title, n_panels or len(panels))
+    return GoldRow(file, line, PANELS, row, caption, title)
 
 
 def _panels_row(
@@ -544,19 +549,12 @@ def contract_segments(record: Any, title: str | None) -> list[Segment]:
     Scoring these gives the scores of the splitter itself (the title is cut off the shared text
     as :func:`split_caption` cuts it off the caption).
     """
-    from pmcflow.enrich.rules import segments_from_json
-
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
-    items = record.get("segments")
-    if not isinstance(items, list) or not all(
-        isinstance(it, dict) and isinstance(it.get("text"), str) for it in items
-    ):
-        raise ValueError('"segments" must be a list of objects with a string "text"')
     shared = record.get("shared_text") or ""
     if not isinstance(shared, str):
         raise ValueError('"shared_text" must be a string')
-    segments = segments_from_json(items)
+    segments = segments_from_json(record.get("segments"))
     unlabelled = not any(s.labels for s in segments)
     shared = normalize_ws(shared)
     t = normalize_ws(title) if title else ""
@@ -574,7 +572,7 @@ def _split_input(g: GoldRow, use_n_panels: bool) -> dict[str, Any]:
     line: dict[str, Any] = {"caption": g.caption}
     if g.title:
         line["title"] = g.title
-    if use_n_panels and g.kind == PANELS and g.n_panels:
+    if use_n_panels and g.n_panels:
         line["n_panels"] = g.n_panels
     return line
 
@@ -589,10 +587,7 @@ def _row_details(g: GoldRow, predicted: Sequence[Segment]) -> dict[str, Any] | N
         label_kind = None
     else:
         one = _labelwise_one(g.row, split_caption, predicted)
-        pred = [s for s in predicted if s.labels]
-        gold = [{"text": s["text"], "labels_heuristic": s["labels"]} for s in g.row["gold"]["segments"]]
-        sc = one["score"]
-        label_kind = one["kind"]
+        pred, gold, sc, label_kind = one["panel_segments"], one["gold_segments"], one["score"], one["kind"]
     f1 = sc.f1 if sc is not None else []
     if all(x >= MATCH_F1 for x in f1) and label_kind in (None, "ok"):
         return None
@@ -600,7 +595,7 @@ def _row_details(g: GoldRow, predicted: Sequence[Segment]) -> dict[str, Any] | N
     if label_kind is not None:
         out["label_set"] = label_kind
         out["gold_labels"] = sorted(g.row["gold"]["labels"])
-        out["predicted_labels"] = sorted(predicted_label_set(predicted))
+        out["predicted_labels"] = sorted(one["predicted"])
     out["gold"] = [
         {"labels": list(x.get("labels_heuristic") or []), "text": x["text"], "f1": round(f, 4)}
         for x, f in zip(gold, f1, strict=True)
@@ -711,8 +706,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
                     rejected.append({"file": path, "line": lineno, "reason": f"prediction line {preds[k][0]}: {exc}"})
                     continue
             else:
-                n_panels = g.n_panels if args.n_panels and g.kind == PANELS else None
-                segs = split_caption(g.caption, g.title, n_panels=n_panels)
+                segs = split_caption(g.caption, g.title, n_panels=g.n_panels if args.n_panels else None)
             rows.append(g)
             predicted.append(segs)
         per_file.append((path, len(lines), rows, predicted))

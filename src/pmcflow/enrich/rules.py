@@ -2545,14 +2545,29 @@ def segments_to_json(segments: Sequence[Segment]) -> list[dict[str, object]]:
     return [s.to_json() for s in segments]
 
 
-def segments_from_json(items: Iterable[Mapping[str, object]]) -> list[Segment]:
+def segments_from_json(items: object) -> list[Segment]:
+    """The ``segments`` of a ``split-caption`` output line; ``ValueError`` unless a list of
+    objects with a string ``text`` (and a list of ``labels``, when given)."""
+    if not isinstance(items, list) or not all(isinstance(it, dict) and isinstance(it.get("text"), str) for it in items):
+        raise ValueError('"segments" must be a list of objects with a string "text"')
     out: list[Segment] = []
     for it in items:
         labels = it.get("labels") or []
         if not isinstance(labels, list):
             raise ValueError("segment labels must be a list")
-        out.append(Segment([str(x) for x in labels], str(it.get("text", ""))))
+        out.append(Segment([str(x) for x in labels], it["text"]))
     return out
+
+
+def n_panels_from_json(obj: Mapping[str, object], key: str = "n_panels") -> int | None:
+    """The optional panel count of a ``split-caption`` input line (``None`` when absent);
+    ``ValueError`` unless a positive integer."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'"{key}" must be a positive integer, not {value!r}')
+    return value
 
 
 def caption_positions(caption: str, title: str | None = None) -> list[str]:

@@ -34,6 +34,7 @@ from pmcflow.enrich.rules import (
     assign,
     assign_by_order,
     assign_detailed,
+    n_panels_from_json,
     order_pieces,
     panel_segments,
     segments_to_json,
@@ -294,11 +295,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
                 if not isinstance(caption, str):
                     raise ValueError('missing or non-string "caption"')
                 title = obj.get("title")
-                n_panels = obj.get("n_panels")
-                if n_panels is not None and (
-                    isinstance(n_panels, bool) or not isinstance(n_panels, int) or n_panels < 1
-                ):
-                    raise ValueError(f'"n_panels" must be a positive integer, not {n_panels!r}')
+                n_panels = n_panels_from_json(obj)
                 split = split_caption(caption, title if isinstance(title, str) else None, n_panels=n_panels)
                 segments, shared = panel_segments(split), shared_text(split)
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
