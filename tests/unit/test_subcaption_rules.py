@@ -2659,3 +2659,32 @@ def test_labels_after_a_semicolon_inside_brackets_are_a_note_not_restated_panels
     got = labelled(stats, "MOSD stimulation of C7 nerve bundle.")
     assert [labels for labels, _ in got][-2:] == [list("klmno"), ["p"]]
     assert got[-2][1].endswith("***P < 0.001).")
+
+
+def test_a_semicolon_glued_to_the_next_word_ends_no_clause() -> None:
+    # Rice 10.1186/s12284-018-0225-2 figure 2 (CC BY), shortened: "gs1;2" is the mutant's name; the
+    # clause that "(b, e, h)" closes does not start at "2 mutants"
+    caption = (
+        "Longitudinal sections of shoots were prepared from the wild-type rice (WT) (a, c, d, f, g, i) and from "
+        "gs1;2 mutants (gs1;2) (b, e, h) grown hydroponically. A sense probe was hybridized to WT sections "
+        "(c, f, i) as a negative control."
+    )
+    got = labelled(caption)
+    assert not any(text.endswith("gs1;") or text.startswith("2 mutants") for _, text in got)
+    assert got[0][1].startswith("Longitudinal sections") and "gs1;2 mutants (gs1;2) (b, e, h)" in got[0][1]
+    # a semicolon and a space still end a clause
+    spaced = "Skull of Beelzebufo. (A) Dorsal view; (B) ventral view."
+    assert [labels for labels, _ in labelled(spaced)] == [["a"], ["b"]]
+
+
+def test_a_letter_with_a_number_past_a_dozen_is_no_sub_panel() -> None:
+    # Molecules 10.3390/molecules24020258 figure 6 (CC BY): after panels A and B, "C28, octacosanol; C30,
+    # triacontanol" are chain lengths (two of them: too few for a glossary), not sub-panels of a panel C
+    caption = (
+        "The influence of variables used to create DPPH free radical scavenging (A) and the reducing power (B) "
+        "predictor for Mentha spp. C26, hexacosanol; C28, octacosanol; C30, triacontanol."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a", "b"]]
+    # a sub-panel numbered within a dozen still opens its panel's segment
+    subs = "Growth of the lines. (A) Root length. (B) Shoot length. C12, day 12 shoots. D, counts."
+    assert [labels for labels, _ in labelled(subs)] == [["a"], ["b"], ["c"], ["d"]]

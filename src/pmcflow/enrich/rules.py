@@ -224,6 +224,9 @@ FAMILY_PENALTY: dict[str, float] = {
     "digit": 1.0,
     "position": 0.0,
 }
+# a sub-panel is numbered up to this: "A1"-"A12" are panel A's parts; "C28", "C30" (chain lengths),
+# "p53" or "C57" name something else
+MAX_SUB_INDEX = 12
 SUB = 100  # ordinal = top-level label * SUB + sub-label index ("A" = 100, "A1" = 101, "A2" = 102)
 GAP_PENALTY = 0.75  # per label skipped between two consecutive markers
 START_PENALTY = 1.0  # per label skipped before the first marker
@@ -273,7 +276,7 @@ def _atom_interpretations(atom: str) -> list[tuple[str, int, str]]:
             index = _ROMAN[tail.lower()]
         else:
             index = sum(_PRIME_COUNT.get(ch, 1) for ch in tail)  # "A′" 1, "A″" 2, "A″′" 3
-        if 1 <= index < SUB:
+        if 1 <= index <= MAX_SUB_INDEX:
             fam = "upper" if letter.isupper() else "lower"
             out.append((fam, (ord(letter.lower()) - 96) * SUB + index, letter.lower()))
         return out
@@ -1172,6 +1175,12 @@ def _bracketed_semicolons(text: str) -> set[int]:
     return out
 
 
+def _glued_semicolon(text: str, i: int) -> bool:
+    """A ";" with a word character right after it is part of a name, not a clause's end: gene and
+    allele names ("gs1;2", "OsTIP2;6", "Vmat2lox/lox;NEX-Cre", "unc-116;unc-104")."""
+    return text[i] == ";" and i + 1 < len(text) and text[i + 1].isalnum()
+
+
 @lru_cache(maxsize=4)
 def _sentence_breaks(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Positions right after a sentence-ending mark (``.;!?``, not ":"; a period only before a
@@ -1183,7 +1192,7 @@ def _sentence_breaks(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     n = len(text)
     inside = _bracketed_semicolons(text)
     for i, ch in enumerate(text):
-        if ch in _SENTENCE_PUNCT and ch not in ":：" and i not in inside:
+        if ch in _SENTENCE_PUNCT and ch not in ":：" and i not in inside and not _glued_semicolon(text, i):
             starts.append(i + 1)
             ends.append(i + 1)
         elif ch == "." and (i + 1 == n or text[i + 1] == " ") and not is_abbreviation_stop(text, i):
