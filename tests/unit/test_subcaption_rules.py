@@ -2688,3 +2688,27 @@ def test_a_letter_with_a_number_past_a_dozen_is_no_sub_panel() -> None:
     # a sub-panel numbered within a dozen still opens its panel's segment
     subs = "Growth of the lines. (A) Root length. (B) Shoot length. C12, day 12 shoots. D, counts."
     assert [labels for labels, _ in labelled(subs)] == [["a"], ["b"], ["c"], ["d"]]
+
+
+def test_a_lead_bracket_listing_the_last_panel_with_others_names_it() -> None:
+    # Rice 10.1186/s12284-018-0225-2 figure 2 (CC BY), shortened: the markers after the lead name
+    # panels up to h; the lead's "(a, c, d, f, g, i)" names panel i too
+    caption = (
+        "Sections were prepared from the wild-type rice (WT) (a, c, d, f, g, i) and from mutants (b, e, h) grown "
+        "hydroponically. Red arrowheads indicate signals in the meristem (SAM) (a, b), phloem cells (cc) (d, e), "
+        "an immature leaf (IML) area (a, b, g, h), and the tiller (AM) (g, h)."
+    )
+    got = labelled(caption)
+    assert got[0][0] == ["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+    # eLife 10.7554/eLife.04493 figure 4 (CC BY), shortened: with markers up to S, "(T1, T2, T3 …)"
+    # (thoracic segments) names no panel T
+    segments = (
+        "Stimulating hemilineages 1A through 5B. Each hemilineage is depicted as a projected confocal Z-stack of "
+        "the VNS (T1, T2, T3 and the fused abdominal neuromeres) (A, E, G, K, M, P) and a transverse projection "
+        "through segment T2 (B, F, H, L, N, Q; bracketed region in dorsal view). (A–D) Hemilineage 1A. (E, F) "
+        "Hemilineage 1B. (G–J) Hemilineage 2A. (K, L) Hemilineage 3A. (M–O) Hemilineage 3B. (P–S) Hemilineage "
+        "5B. (R, S) Thermal activation of the 5B interneurons."
+    )
+    got = labelled(segments)
+    assert got[0][0] == ["a", "b", "e", "f", "g", "h", "k", "l", "m", "n", "p", "q"]
+    assert all("t" not in labels for labels, _ in got)

@@ -1832,7 +1832,7 @@ def _lead_segments(text: str, floor: int, end: int, markers: Sequence[_Candidate
     top = max((o for c in markers for o in (_letter_ordinals(list(c.labels)) or [])), default=0)
     starts = [floor] + [b for b in _sentence_breaks(text)[0] if floor < b < end]
     for s in starts:
-        named = {o for o in _lead_letters(text[s:end]) if o <= top}
+        named = {o for o in _lead_letters(text[s:end]) if o <= top} | _listed_next(text[s:end], top)
         if len(named) < 2:
             continue
         if len(_lead_letters(text[s : _sentence_end(text, s + 1)])) < 2:
@@ -1842,6 +1842,17 @@ def _lead_segments(text: str, floor: int, end: int, markers: Sequence[_Candidate
             Segment([chr(96 + o) for o in sorted(named)], text[s:end].strip())
         ]
     return [Segment([], lead.strip())]
+
+
+def _listed_next(text: str, top: int) -> set[int]:
+    """The letter after ``top`` (the last the markers name) when a bracket of ``text`` lists it with
+    two or more letters up to ``top``: the last panel, named only in the lead ("… rice (WT) (a, c,
+    d, f, g, i) and … mutants (b, e, h) …" with markers up to "h"); not "(T1, T2, T3 …)" alone."""
+    return {
+        top + 1
+        for _, ords in _bracket_letters(text)
+        if top + 1 in ords and sum(1 for o in ords if o <= top) >= 2
+    }
 
 
 def _lead_letters(text: str) -> set[int]:
