@@ -2712,3 +2712,19 @@ def test_a_lead_bracket_listing_the_last_panel_with_others_names_it() -> None:
     got = labelled(segments)
     assert got[0][0] == ["a", "b", "e", "f", "g", "h", "k", "l", "m", "n", "p", "q"]
     assert all("t" not in labels for labels, _ in got)
+
+
+def test_letters_after_the_last_marker_listed_with_a_trailing_label_are_its_panels() -> None:
+    # Sci Rep 10.1038/s41598-018-37424-7 figure 2 (CC BY), shortened: "(c)", "(d)" and "(e)"
+    # follow their phrases in the sentence of "(a)"; no marker names them, the next one names b
+    caption = (
+        "The level of H2O2 (a), SA (c), ABA (d) and JA (e) contents in control and laminarin-treated sets were "
+        "analyzed at different time intervals. (b) DAB staining analysis of H2O2 level in tea leaves."
+    )
+    assert [labels for labels, _ in labelled(caption)] == [["a", "c", "d", "e"], ["b"]]
+    # a segment led by its own marker lists items, not panels: "(a) FTO, …, (e) …" inside panel c
+    items = (
+        "a Schematic of the sensor. b Cyclic voltammetry measurements. c Nyquist plots for (a) FTO, (b) PVP "
+        "nanofibers, (c) PVP/Chi nanofibers, (d) rGO nanofibers and (e) coated nanofibers. d Amperometric response."
+    )
+    assert [labels for labels, _ in labelled(items)] == [["a"], ["b"], ["c"], ["d"]]

@@ -1905,6 +1905,7 @@ def split_caption(
     text, floor, segments = _split_labels(caption, title)
     if not text:
         return segments
+    segments = _claim_listed_after(segments)
     places = False
     if any(s.labels for s in segments):
         if not _places_inside_panels(text, floor, segments, model):
@@ -2061,6 +2062,38 @@ def _after_phrase_letters(seg: Segment, top: int) -> list[int]:
         if min(ords) > top and all(ch.isupper() == upper for ch in inside if ch.isalpha()):
             out.update(ords)
     return sorted(out)
+
+
+def _claim_listed_after(segments: Sequence[Segment]) -> list[Segment]:
+    """A labelled segment before the last whose label sits after its phrase, in a sentence that also
+    names the letters from the one after the caption's last label on, each alone in brackets after
+    its own phrase ("The level of H2O2 (a), SA (c), ABA (d) and JA (e) …. (b) DAB staining …": c,
+    d and e, which no marker names), describes those panels too. Letters in the last labelled
+    segment are lost panels instead (:func:`_lost_count`)."""
+    labelled = [k for k, seg in enumerate(segments) if seg.labels]
+    ords = [_letter_ordinals(segments[k].labels) for k in labelled]
+    if len(labelled) < 2 or any(o is None for o in ords):
+        return list(segments)
+    top = max(o for os_ in ords if os_ for o in os_)
+    out = list(segments)
+    for k in labelled[:-1]:
+        seg = out[k]
+        own = seg.labels[0]
+        if _RE_LEADING_LABEL.match(seg.text):
+            continue  # its label leads it ("c Nyquist plots of … (a) FTO, … (e) …": items, not panels)
+        m = re.search(rf"(?<=\S )\(({re.escape(own)}|{re.escape(own.upper())})\)", seg.text)
+        if m is None:
+            continue  # its label is no bracket after a phrase
+        sentence = seg.text[: _sentence_end(seg.text, m.end())]
+        case = str.isupper if m.group(1).isupper() else str.islower
+        named = {ord(x.lower()) - 96 for x in re.findall(r"(?<=\S )\(([A-Za-z])\)", sentence) if case(x)}
+        run = top
+        while run + 1 in named:
+            run += 1
+        if run > top:
+            out[k] = Segment([*seg.labels, *(chr(96 + o) for o in range(top + 1, run + 1))], seg.text, seg.shared)
+            top = run
+    return out
 
 
 def _after_phrase_end(seg: Segment, top: int) -> int:
