@@ -633,8 +633,10 @@ def _restarts_chain(run: Sequence[_Candidate], cands: Iterable[_Candidate]) -> b
 # sentence splitter keeps "… progenies. a, At 23 DAH …" whole: "a," opens a panel, not a term)
 _RE_GLOSSARY_TERM = re.compile(r"\s*(?:and\s+)?([^\s;,:]{1,12})[,:]\s")
 _RE_GLOSSARY_FIRST = re.compile(r"(?:[^;,.]|\.(?!\s))*?\s([^\s;,:]{1,12})[,:]\s")
-# a term that could be a panel label: "C", "A2", "B′" (not "C26": sub-panels are numbered from 1 to a dozen or so)
-_RE_LABEL_LIKE = re.compile(r"[A-Za-z](?:[1-9]|1[0-2]|[′’']{1,2})?")
+# a term that could be a panel label: "C", "A2", "B′" (not "C26": sub-panels are numbered from 1 to
+# MAX_SUB_INDEX, as the label grammar reads them)
+_SUB_NUMBER = "|".join(str(i) for i in range(MAX_SUB_INDEX, 0, -1))
+_RE_LABEL_LIKE = re.compile(rf"[A-Za-z](?:{_SUB_NUMBER}|[′’']{{1,2}})?")
 
 
 def _glossary_starts(text: str, markers: Sequence[_Candidate]) -> set[int]:
